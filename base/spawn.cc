@@ -1,0 +1,156 @@
+#include "base/spawn.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/unique_fd.h"
+
+namespace hull {
+namespace {
+
+// Reports errno from the child to the parent over the exec-status pipe, then
+// dies. Async-signal-safe.
+[[noreturn]] void ChildFail(int report_fd, int stage) {
+  int payload[2] = {stage, errno};
+  ssize_t ignored = ::write(report_fd, payload, sizeof payload);
+  (void)ignored;
+  _exit(127);
+}
+
+// Closes every descriptor not in `keep` (sorted). Async-signal-safe.
+void CloseAllBut(const int* keep, size_t count) {
+  unsigned int next = 0;
+  for (size_t i = 0; i < count; ++i) {
+    unsigned int k = static_cast<unsigned int>(keep[i]);
+    if (k > next) ::close_range(next, k - 1, 0);
+    next = k + 1;
+  }
+  ::close_range(next, ~0U, 0);
+}
+
+enum Stage { kStageDup = 1, kStageChdir, kStageSession, kStageExec };
+
+const char* StageName(int stage) {
+  switch (stage) {
+    case kStageDup: return "set up descriptors for";
+    case kStageChdir: return "chdir for";
+    case kStageSession: return "set session for";
+    default: return "exec";
+  }
+}
+
+}  // namespace
+
+Result<pid_t> Spawn(const SpawnOptions& options) {
+  if (options.argv.empty()) return InvalidArgumentError("spawn: empty argv");
+
+  std::vector<char*> argv;
+  for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  if (options.env) {
+    for (const auto& e : *options.env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+  }
+
+  UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!dev_null) return ErrnoError("open", "/dev/null");
+
+  // Every descriptor the child should see, as {child, parent}.
+  std::vector<std::pair<int, int>> fds = options.fds;
+  for (int std_fd = 0; std_fd < 3; ++std_fd) {
+    bool given = std::any_of(fds.begin(), fds.end(), [&](auto& p) { return p.first == std_fd; });
+    if (!given) fds.emplace_back(std_fd, dev_null.get());
+  }
+  int highest = 0;
+  for (auto& [child_fd, parent_fd] : fds) highest = std::max({highest, child_fd, parent_fd});
+
+  HULL_ASSIGN_OR_RETURN(Pipe report, MakePipe());
+  // The report pipe must survive the dup2s onto the child's targets.
+  if (report.write.get() <= highest) {
+    UniqueFd moved(::fcntl(report.write.get(), F_DUPFD_CLOEXEC, highest + 1));
+    if (!moved) return ErrnoError("dup", "spawn report pipe");
+    report.write = std::move(moved);
+  }
+  highest = std::max(highest, report.write.get());
+
+  // Descriptors the child keeps, sorted: the targets and the report pipe.
+  int keep[64];
+  size_t keep_count = 0;
+  if (fds.size() + 1 > std::size(keep)) return InvalidArgumentError("spawn: too many descriptors");
+  for (auto& [child_fd, parent_fd] : fds) keep[keep_count++] = child_fd;
+  keep[keep_count++] = report.write.get();
+  std::sort(keep, keep + keep_count);
+
+  sigset_t empty;
+  sigemptyset(&empty);
+  const bool use_path = options.argv[0].find('/') == std::string::npos;
+
+  pid_t pid = ::fork();
+  if (pid < 0) return ErrnoError("fork for", options.argv[0]);
+  if (pid == 0) {
+    // Child. Reset signals first so nothing surprising is delivered.
+    for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &empty, nullptr);
+    if (options.parent_death_signal != 0) prctl(PR_SET_PDEATHSIG, options.parent_death_signal);
+    if (options.new_session) {
+      if (setsid() < 0) ChildFail(report.write.get(), kStageSession);
+    } else if (options.new_process_group) {
+      if (setpgid(0, 0) < 0) ChildFail(report.write.get(), kStageSession);
+    }
+    // Move every source above every target first, so that dup2 of one entry
+    // can never clobber the source of another.
+    int base = highest + 1;
+    for (auto& [child_fd, parent_fd] : fds) {
+      int moved = fcntl(parent_fd, F_DUPFD_CLOEXEC, base);
+      if (moved < 0) ChildFail(report.write.get(), kStageDup);
+      parent_fd = moved;
+    }
+    for (auto& [child_fd, parent_fd] : fds) {
+      if (dup2(parent_fd, child_fd) < 0) ChildFail(report.write.get(), kStageDup);
+    }
+    // Close whatever hull inherited without O_CLOEXEC (its own parent's
+    // descriptors): keep only the targets and the report pipe.
+    CloseAllBut(keep, keep_count);
+    if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) {
+      ChildFail(report.write.get(), kStageChdir);
+    }
+    char** env = options.env ? envp.data() : environ;
+    if (use_path) {
+      execvpe(argv[0], argv.data(), env);
+    } else {
+      execve(argv[0], argv.data(), env);
+    }
+    ChildFail(report.write.get(), kStageExec);
+  }
+
+  report.write.reset();
+  int payload[2] = {0, 0};
+  ssize_t n;
+  do {
+    n = ::read(report.read.get(), payload, sizeof payload);
+  } while (n < 0 && errno == EINTR);
+  if (n == static_cast<ssize_t>(sizeof payload)) {
+    // The child failed before exec and has exited; collect it here so no
+    // zombie is left for anyone.
+    int status;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return ErrnoError(payload[1], StageName(payload[0]), options.argv[0]);
+  }
+  return pid;
+}
+
+int ExitStatusFromWait(int wait_status) {
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  return 255;
+}
+
+}  // namespace hull

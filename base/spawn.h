@@ -1,0 +1,44 @@
+// Spawn: starts a child process with exactly the descriptors it is given.
+// Everything the child needs is prepared before fork(); between fork() and
+// exec() the child only makes async-signal-safe calls. The child gets a clean
+// signal mask and default dispositions (hull blocks signals it reads through
+// signalfd, and children must not inherit that).
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+
+namespace hull {
+
+struct SpawnOptions {
+  // argv[0] is the program: a path, or a name looked up in PATH.
+  std::vector<std::string> argv;
+  // The whole environment; unset means inherit hull's.
+  std::optional<std::vector<std::string>> env;
+  // Working directory; empty means hull's.
+  std::string cwd;
+  // {child fd, parent fd}: parent fd is dup2'd to child fd. Descriptors 0-2
+  // not listed here are /dev/null. Nothing else is inherited.
+  std::vector<std::pair<int, int>> fds;
+  bool new_process_group = false;  // setpgid(0, 0)
+  bool new_session = false;        // setsid()
+  // Signal the child gets when hull dies (PR_SET_PDEATHSIG), e.g. SIGKILL for
+  // runtime CLI calls.
+  int parent_death_signal = 0;
+};
+
+// Forks and execs. Returns the pid, or the exec error (reported through a
+// CLOEXEC pipe, so "exec runc: No such file or directory" is a synchronous
+// NotFound, not an exit code 127).
+Result<pid_t> Spawn(const SpawnOptions& options);
+
+// The exit status containerd expects: the exit code, or 128 + signal.
+int ExitStatusFromWait(int wait_status);
+
+}  // namespace hull

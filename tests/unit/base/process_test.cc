@@ -1,0 +1,119 @@
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "base/command.h"
+#include "base/reaper.h"
+#include "base/spawn.h"
+#include "tests/unit/base/fd_count.h"
+
+namespace hull {
+namespace {
+
+using std::chrono::milliseconds;
+
+class ProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fds_before_ = testing::CountOpenFds();
+    loop_ = std::move(*EventLoop::Create());
+    reaper_ = std::move(*Reaper::Create(*loop_));
+  }
+  void TearDown() override {
+    reaper_.reset();
+    loop_.reset();
+    EXPECT_EQ(testing::CountOpenFds(), fds_before_);
+  }
+
+  CommandResult RunToEnd(std::vector<std::string> argv, std::string stdin_data = "") {
+    std::optional<CommandResult> result;
+    auto cmd = Command::Start(*loop_, *reaper_, SpawnOptions{.argv = std::move(argv)},
+                              std::move(stdin_data), [&](CommandResult r) { result = r; });
+    EXPECT_TRUE(cmd.has_value()) << cmd.error().ToString();
+    if (!cmd) return {};
+    EXPECT_TRUE(loop_->RunUntil([&] { return result.has_value(); }, milliseconds(5000)));
+    return result.value_or(CommandResult{});
+  }
+
+  int fds_before_ = 0;
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<Reaper> reaper_;
+};
+
+TEST_F(ProcessTest, CommandCapturesOutputAndStatus) {
+  CommandResult r = RunToEnd({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"});
+  EXPECT_EQ(r.exit_status, 3);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err, "err\n");
+}
+
+TEST_F(ProcessTest, CommandFeedsStdin) {
+  CommandResult r = RunToEnd({"cat"}, "payload");
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.out, "payload");
+}
+
+TEST_F(ProcessTest, SignalledChildReports128PlusSignal) {
+  CommandResult r = RunToEnd({"/bin/sh", "-c", "kill -9 $$"});
+  EXPECT_EQ(r.exit_status, 137);
+}
+
+TEST_F(ProcessTest, MissingProgramIsNotFoundSynchronously) {
+  auto pid = Spawn(SpawnOptions{.argv = {"/nonexistent/runc"}});
+  ASSERT_FALSE(pid.has_value());
+  EXPECT_EQ(pid.error().code(), Code::kNotFound);
+  EXPECT_NE(pid.error().message().find("/nonexistent/runc"), std::string::npos);
+}
+
+TEST_F(ProcessTest, ChildGetsOnlyTheDescriptorsItIsGiven) {
+  auto pipe = MakePipe();
+  ASSERT_TRUE(pipe.has_value());
+  // The child lists its fds: 0, 1, 2 and 5 only, plus 3, the directory ls
+  // itself opens to list them.
+  CommandResult r;
+  std::optional<CommandResult> result;
+  auto cmd = Command::Start(*loop_, *reaper_,
+                            SpawnOptions{.argv = {"ls", "-1", "/proc/self/fd"},
+                                         .fds = {{5, pipe->read.get()}}},
+                            "", [&](CommandResult res) { result = res; });
+  ASSERT_TRUE(cmd.has_value());
+  ASSERT_TRUE(loop_->RunUntil([&] { return result.has_value(); }, milliseconds(5000)));
+  EXPECT_EQ(result->out, "0\n1\n2\n3\n5\n");
+}
+
+TEST_F(ProcessTest, ExitBeforeWatchIsKeptUntilClaimed) {
+  auto pid = Spawn(SpawnOptions{.argv = {"/bin/true"}});
+  ASSERT_TRUE(pid.has_value());
+  ASSERT_TRUE(loop_->RunUntil([&] { return reaper_->unclaimed_for_testing() == 1; }, milliseconds(5000)));
+  std::optional<int> status;
+  reaper_->Watch(*pid, [&](int s) { status = s; });
+  EXPECT_FALSE(status.has_value());  // delivered on a later turn, not inside Watch
+  ASSERT_TRUE(loop_->RunUntil([&] { return status.has_value(); }, milliseconds(5000)));
+  EXPECT_EQ(ExitStatusFromWait(*status), 0);
+  EXPECT_EQ(reaper_->unclaimed_for_testing(), 0u);
+}
+
+TEST_F(ProcessTest, DroppedChildHandleKillsAndReaps) {
+  auto pid = Spawn(SpawnOptions{.argv = {"sleep", "60"}});
+  ASSERT_TRUE(pid.has_value());
+  { ChildHandle child(*reaper_, *pid); }
+  // The child is gone (killed and reaped), and its exit was discarded.
+  ASSERT_TRUE(loop_->RunUntil([&] { return ::kill(*pid, 0) != 0; }, milliseconds(5000)));
+  loop_->RunUntil([] { return false; }, milliseconds(20));
+  EXPECT_EQ(reaper_->unclaimed_for_testing(), 0u);
+}
+
+TEST_F(ProcessTest, DroppedCommandKillsItsProcess) {
+  pid_t pid = 0;
+  {
+    auto cmd = Command::Start(*loop_, *reaper_, SpawnOptions{.argv = {"sleep", "60"}}, "",
+                              [](CommandResult) { ADD_FAILURE() << "done after drop"; });
+    ASSERT_TRUE(cmd.has_value());
+    pid = (*cmd)->pid();
+  }
+  ASSERT_TRUE(loop_->RunUntil([&] { return ::kill(pid, 0) != 0; }, milliseconds(5000)));
+}
+
+}  // namespace
+}  // namespace hull
