@@ -66,6 +66,10 @@ Result<std::unique_ptr<EventLoop>> EventLoop::Create() {
   if (config == nullptr) return InternalError("event_config_new failed");
   // One thread: no locking, and no libevent signal handling (hull uses signalfd).
   event_config_set_flag(config, EVENT_BASE_FLAG_NOLOCK);
+  // Without this libevent reads CLOCK_MONOTONIC_COARSE (4 ms ticks here), and a
+  // timer armed just before a tick fires up to a tick early: a deadline would
+  // expire before its time.
+  event_config_set_flag(config, EVENT_BASE_FLAG_PRECISE_TIMER);
   loop->base_ = event_base_new_with_config(config);
   event_config_free(config);
   if (loop->base_ == nullptr) return InternalError("event_base_new failed");

@@ -140,3 +140,15 @@ Status AsStatus(const Result<T>& r) {
   auto tmp = (expr);                               \
   if (!tmp.has_value()) return std::move(tmp).error(); \
   lhs = std::move(*tmp)
+
+// For callback-style functions: `HULL_ASSIGN_OR_ANSWER(auto x, MakeX(), done);`
+// binds the value, or calls done(error) and returns.
+#define HULL_ASSIGN_OR_ANSWER(lhs, expr, done) \
+  HULL_ASSIGN_OR_ANSWER_IMPL(HULL_CONCAT(hull_result_, __LINE__), lhs, expr, done)
+#define HULL_ASSIGN_OR_ANSWER_IMPL(tmp, lhs, expr, done) \
+  auto tmp = (expr);                                     \
+  if (!tmp.has_value()) {                                \
+    (done)(std::move(tmp).error());                      \
+    return;                                              \
+  }                                                      \
+  lhs = std::move(*tmp)

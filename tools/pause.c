@@ -32,8 +32,7 @@ int main(void) {
     static const char kWarning[] = "pause: warning: not running as PID 1\n";
     (void)!write(STDERR_FILENO, kWarning, sizeof(kWarning) - 1);
   }
-  if (Handle(SIGINT, Quit) != 0 || Handle(SIGTERM, Quit) != 0 ||
-      Handle(SIGCHLD, Reap) != 0) {
+  if (Handle(SIGINT, Quit) != 0 || Handle(SIGTERM, Quit) != 0 || Handle(SIGCHLD, Reap) != 0) {
     return 1;
   }
   for (;;) {

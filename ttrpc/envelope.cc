@@ -1,20 +1,19 @@
-#include "ttrpc/envelope_internal.h"
-
 #include "google/rpc/status.pb.h"
+#include "ttrpc/envelope_internal.h"
 #include "ttrpc/request.pb.h"
 
 namespace hull::ttrpc::internal {
 
-std::string EncodeRequest(const RequestEnvelope& request) {
+std::string EncodeRequest(RequestEnvelope request) {
   ::ttrpc::Request msg;
-  msg.set_service(request.service);
-  msg.set_method(request.method);
-  msg.set_payload(request.payload);
+  msg.set_service(std::move(request.service));
+  msg.set_method(std::move(request.method));
+  msg.set_payload(std::move(request.payload));
   msg.set_timeout_nano(request.timeout_nano);
-  for (const auto& [key, value] : request.metadata) {
+  for (auto& [key, value] : request.metadata) {
     ::ttrpc::KeyValue* kv = msg.add_metadata();
-    kv->set_key(key);
-    kv->set_value(value);
+    kv->set_key(std::move(key));
+    kv->set_value(std::move(value));
   }
   return msg.SerializeAsString();
 }

@@ -20,7 +20,7 @@ struct RequestEnvelope {
   Metadata metadata;
 };
 
-std::string EncodeRequest(const RequestEnvelope& request);
+std::string EncodeRequest(RequestEnvelope request);
 // InvalidArgument "unmarshal request error: ..." when `body` is not a Request.
 Result<RequestEnvelope> DecodeRequest(std::string_view body);
 

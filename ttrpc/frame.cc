@@ -26,10 +26,8 @@ std::array<uint8_t, kFrameHeaderSize> EncodeHeader(const FrameHeader& header) {
 }
 
 FrameHeader DecodeHeader(const uint8_t* bytes) {
-  return FrameHeader{.length = GetU32(bytes),
-                     .stream_id = GetU32(bytes + 4),
-                     .type = bytes[8],
-                     .flags = bytes[9]};
+  return FrameHeader{
+      .length = GetU32(bytes), .stream_id = GetU32(bytes + 4), .type = bytes[8], .flags = bytes[9]};
 }
 
 void AppendFrame(std::string* out, uint32_t stream_id, MessageType type, uint8_t flags,

@@ -32,7 +32,7 @@ inline constexpr uint8_t kFlagNoData = 0x04;        // Data
 struct FrameHeader {
   uint32_t length = 0;  // body length as declared on the wire
   uint32_t stream_id = 0;
-  uint8_t type = 0;     // a MessageType, or an unknown value a peer may send
+  uint8_t type = 0;  // a MessageType, or an unknown value a peer may send
   uint8_t flags = 0;
 
   friend bool operator==(const FrameHeader&, const FrameHeader&) = default;

@@ -27,7 +27,9 @@ std::span<char> FrameDecoder::PrepareAppend(size_t min_size) {
   return std::span<char>(buf_.data() + end_, buf_.size() - end_);
 }
 
-void FrameDecoder::CommitAppend(size_t n) { end_ += std::min(n, buf_.size() - end_); }
+void FrameDecoder::CommitAppend(size_t n) {
+  end_ += std::min(n, buf_.size() - end_);
+}
 
 void FrameDecoder::Append(std::string_view bytes) {
   std::span<char> room = PrepareAppend(bytes.size());

@@ -39,7 +39,7 @@ class FrameDecoder {
   std::vector<char> buf_;  // unread bytes are [begin_, end_)
   size_t begin_ = 0;
   size_t end_ = 0;
-  bool skipping_ = false;      // discarding the body of `skip_header_`
+  bool skipping_ = false;  // discarding the body of `skip_header_`
   uint64_t skip_left_ = 0;
   FrameHeader skip_header_;
 };

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <vector>
@@ -71,6 +72,36 @@ TEST(EventLoopTest, TimersFireInOrder) {
   EventHandle early = loop->AddTimer(milliseconds(10), [&] { order.push_back(1); });
   EXPECT_TRUE(loop->RunUntil([&] { return order.size() == 2; }, milliseconds(2000)));
   EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+TEST(EventLoopTest, TimersNeverFireEarly) {
+  // A timer armed just before the coarse clock ticks, with the tick passing
+  // before the loop polls, used to fire up to one tick (4 ms) early.
+  auto loop = NewLoop();
+  auto coarse_now = [] {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+  };
+  timespec res;
+  ASSERT_EQ(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+  const auto tick = std::chrono::nanoseconds(res.tv_nsec);
+  for (int i = 0; i < 20; ++i) {
+    auto c0 = coarse_now();
+    while (coarse_now() == c0) {
+    }
+    auto c1 = coarse_now();
+    auto tick_seen = EventLoop::Clock::now();
+    while (EventLoop::Clock::now() - tick_seen < tick - std::chrono::microseconds(200)) {
+    }
+    auto start = EventLoop::Clock::now();
+    bool fired = false;
+    EventHandle timer = loop->AddTimer(milliseconds(20), [&] { fired = true; });
+    while (coarse_now() == c1) {
+    }
+    ASSERT_TRUE(loop->RunUntil([&] { return fired; }, milliseconds(2000)));
+    EXPECT_GE(EventLoop::Clock::now() - start, milliseconds(20)) << "iteration " << i;
+  }
 }
 
 TEST(EventLoopTest, RepeatingTimerRepeatsUntilDropped) {

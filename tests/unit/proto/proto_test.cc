@@ -2,15 +2,12 @@
 // messages are compared byte for byte (which pins field numbers and types),
 // the rest are round-tripped through the lite runtime.
 
-// glibc defines major()/minor() as macros; the cgroup messages have fields
-// with those names, so include the macros first to prove the headers cope.
-#include <sys/sysmacros.h>
+#include <gtest/gtest.h>
+#include <sys/sysmacros.h>  // major()/minor() macros vs. the cgroup fields of those names
 
 #include <cstdint>
 #include <string>
 #include <string_view>
-
-#include <gtest/gtest.h>
 
 #include "containerd/events/task.pb.h"
 #include "containerd/runc/v1/options.pb.h"
@@ -66,8 +63,7 @@ TEST(ProtoTest, TtrpcResponseEncoding) {
 
   resp.mutable_status()->set_code(12);  // Unimplemented
   resp.mutable_status()->set_message("service a.B");
-  EXPECT_EQ(Hex(resp.SerializeAsString()),
-            "0A 0F 08 0C 12 0B 73 65 72 76 69 63 65 20 61 2E 42");
+  EXPECT_EQ(Hex(resp.SerializeAsString()), "0A 0F 08 0C 12 0B 73 65 72 76 69 63 65 20 61 2E 42");
 
   ttrpc::Response parsed;
   ASSERT_TRUE(parsed.ParseFromString(resp.SerializeAsString()));
@@ -83,8 +79,7 @@ TEST(ProtoTest, TaskExitEncoding) {
   exit.set_exit_status(137);
   exit.mutable_exited_at()->set_seconds(1);
   exit.mutable_exited_at()->set_nanos(2);
-  EXPECT_EQ(Hex(exit.SerializeAsString()),
-            "0A 01 63 12 01 65 18 07 20 89 01 2A 04 08 01 10 02");
+  EXPECT_EQ(Hex(exit.SerializeAsString()), "0A 01 63 12 01 65 18 07 20 89 01 2A 04 08 01 10 02");
 }
 
 TEST(ProtoTest, TaskDeleteEncoding) {
@@ -101,8 +96,7 @@ TEST(ProtoTest, DeleteResponseWithGoZeroTime) {
   resp.set_pid(42);
   resp.set_exit_status(137);
   resp.mutable_exited_at()->set_seconds(kGoZeroTimeSeconds);
-  EXPECT_EQ(Hex(resp.SerializeAsString()),
-            "08 2A 10 89 01 1A 0B 08 80 92 B8 C3 98 FE FF FF FF 01");
+  EXPECT_EQ(Hex(resp.SerializeAsString()), "08 2A 10 89 01 1A 0B 08 80 92 B8 C3 98 FE FF FF FF 01");
 }
 
 TEST(ProtoTest, StateResponseHighFields) {
@@ -218,8 +212,7 @@ TEST(ProtoTest, CgroupV2MetricsEncoding) {
   auto* io_entry = metrics.mutable_io()->add_usage();
   io_entry->set_major(8);
   io_entry->set_minor(0);
-  EXPECT_EQ(Hex(metrics.SerializeAsString()),
-            "22 03 80 02 01 32 04 0A 02 08 08");
+  EXPECT_EQ(Hex(metrics.SerializeAsString()), "22 03 80 02 01 32 04 0A 02 08 08");
 }
 
 TEST(ProtoTest, CgroupV1MetricsEncoding) {
@@ -233,8 +226,7 @@ TEST(ProtoTest, BootstrapParamsEncoding) {
   containerd::runtime::bootstrap::v1::BootstrapParams params;
   params.set_instance_id("i");
   params.set_log_level(containerd::runtime::bootstrap::v1::LOG_LEVEL_DEBUG);
-  EXPECT_EQ(Hex(params.SerializeAsString()),
-            "0A 01 69 18 FC FF FF FF FF FF FF FF FF 01");
+  EXPECT_EQ(Hex(params.SerializeAsString()), "0A 01 69 18 FC FF FF FF FF FF FF FF FF 01");
 
   // socket_dir is proto3 `optional`: presence survives even when empty.
   params.set_socket_dir("");
@@ -261,8 +253,7 @@ TEST(ProtoTest, SandboxMessagesEncoding) {
   containerd::runtime::sandbox::v1::SandboxStatusResponse status;
   status.set_state("SANDBOX_READY");
   status.mutable_extra()->set_type_url("t");
-  EXPECT_EQ(Hex(status.SerializeAsString()),
-            "1A 0D " + Hex("SANDBOX_READY") + " 3A 03 0A 01 74");
+  EXPECT_EQ(Hex(status.SerializeAsString()), "1A 0D " + Hex("SANDBOX_READY") + " 3A 03 0A 01 74");
 
   containerd::runtime::sandbox::v1::PlatformResponse platform;
   platform.mutable_platform()->set_os("linux");
@@ -277,8 +268,7 @@ TEST(ProtoTest, RuntimeInfoEncoding) {
   info.mutable_features()->set_type_url("f");
   (*info.mutable_annotations())["k"] = "v";
   EXPECT_EQ(Hex(info.SerializeAsString()),
-            "0A 15 " + Hex("io.containerd.hull.v2") +
-                " 22 03 0A 01 66 2A 06 0A 01 6B 12 01 76");
+            "0A 15 " + Hex("io.containerd.hull.v2") + " 22 03 0A 01 66 2A 06 0A 01 6B 12 01 76");
 }
 
 }  // namespace

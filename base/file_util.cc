@@ -1,0 +1,53 @@
+#include "base/file_util.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/unique_fd.h"
+
+namespace hull {
+
+Result<std::string> ReadFile(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return ErrnoError("open", path);
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("read", path);
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view data, int mode) {
+  std::string tmp;
+  auto slash = path.rfind('/');
+  tmp = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "." +
+        path.substr(slash == std::string::npos ? 0 : slash + 1) + ".tmp";
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  if (!fd) return ErrnoError("create", tmp);
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd.get(), data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status s = ErrnoError("write", tmp);
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    off += static_cast<size_t>(n);
+  }
+  fd.reset();
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    Status s = ErrnoError("rename", tmp + " to " + path);
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  return Status::Ok();
+}
+
+}  // namespace hull

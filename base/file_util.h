@@ -1,0 +1,19 @@
+// Small whole-file helpers for the shim's state files (pid files, address,
+// stored options). Errors name the file.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace hull {
+
+// The whole file. NotFound if it does not exist.
+Result<std::string> ReadFile(const std::string& path);
+
+// Writes `data` to `path` through a temporary file in the same directory and
+// a rename, so a reader sees the old content or the new, never a part.
+Status WriteFileAtomic(const std::string& path, std::string_view data, int mode = 0644);
+
+}  // namespace hull

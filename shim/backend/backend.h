@@ -1,0 +1,133 @@
+// Backend: what runs a container. One small interface, chosen once per
+// container (by runc Options' binary_name or hull's config): the OCI CLI
+// runtimes (runc, crun; runsc later) and, later, the vm backend. Nothing
+// outside shim/backend/ asks which backend it is talking to.
+// Every call is asynchronous on the shim's event loop: it returns at once and
+// calls `done` exactly once, later, on the loop. Loop thread only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/event_loop.h"
+#include "base/reaper.h"
+#include "base/status.h"
+
+namespace google::protobuf {
+class Any;
+}
+
+namespace hull::shim {
+
+// How to run the runtime, from containerd's runc Options and hull's config.
+struct RuntimeOptions {
+  std::string binary_name = "runc";  // "runc", "crun", or a path
+  std::string root;                  // runtime --root; empty: /run/containerd/<binary>
+  bool systemd_cgroup = false;
+  bool no_pivot_root = false;
+  bool no_new_keyring = false;
+  std::string criu_path;
+  std::string criu_image_path;
+  std::string criu_work_path;
+};
+
+// What the container process gets as stdio. Descriptors are borrowed: the
+// caller keeps them open until `done` of the call that uses them.
+struct ProcessStdio {
+  int stdin_fd = -1;  // -1: /dev/null
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  std::string console_socket;  // set for terminal processes instead of fds
+};
+
+struct CreateRequest {
+  std::string id;
+  std::string bundle;    // holds config.json; pid file and runtime log go here
+  std::string pid_file;  // where the runtime writes the init's pid
+  ProcessStdio stdio;
+  std::string checkpoint;  // non-empty: restore from this image dir at Start
+};
+
+struct ExecRequest {
+  std::string id;
+  std::string exec_id;
+  std::string process_json;  // path of the OCI Process JSON file
+  std::string pid_file;
+  ProcessStdio stdio;
+};
+
+struct CheckpointRequest {
+  std::string id;
+  std::string image_path;
+  std::string work_path;
+  std::string parent_path;
+  bool exit = false;  // leave the container stopped
+  bool open_tcp = false;
+  bool external_unix_sockets = false;
+  bool terminal = false;
+  bool file_locks = false;
+  std::vector<std::string> empty_namespaces;
+  std::string cgroups_mode;
+};
+
+using Done = std::function<void(Status)>;
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // Creates the container (runtime `create`): on success the init's pid is in
+  // `pid_file`. A runtime failure carries the runtime's own error message.
+  virtual void Create(const CreateRequest& req, Done done) = 0;
+  // Starts the init (runtime `start`), or restores it when Create was given a
+  // checkpoint.
+  virtual void Start(const std::string& id, Done done) = 0;
+  // Starts an exec'd process (runtime `exec --detach`); its pid is in pid_file.
+  virtual void Exec(const ExecRequest& req, Done done) = 0;
+  // Signals the init (or every process when `all`).
+  virtual void Kill(const std::string& id, int signal, bool all, Done done) = 0;
+  // Removes the container from the runtime; "does not exist" is success.
+  virtual void Delete(const std::string& id, bool force, Done done) = 0;
+  virtual void Pause(const std::string& id, Done done) = 0;
+  virtual void Resume(const std::string& id, Done done) = 0;
+  // `resources_json` is OCI LinuxResources JSON.
+  virtual void Update(const std::string& id, const std::string& resources_json, Done done) = 0;
+  // Pids of every process in the container.
+  virtual void Ps(const std::string& id, std::function<void(Result<std::vector<pid_t>>)> done) = 0;
+  // FailedPrecondition, with the reason, where checkpointing cannot work.
+  virtual void Checkpoint(const CheckpointRequest& req, Done done) = 0;
+  // Container metrics as containerd expects them: an Any of
+  // io.containerd.cgroups.v1.Metrics or io.containerd.cgroups.v2.Metrics.
+  virtual void Stats(const std::string& id, pid_t init_pid,
+                     std::function<void(Result<google::protobuf::Any>)> done) = 0;
+  // Calls `on_oom` each time the container's cgroup records an OOM kill, until
+  // the returned handle is dropped.
+  virtual Result<EventHandle> WatchOom(const std::string& id, pid_t init_pid,
+                                       std::function<void()> on_oom) = 0;
+
+  // Short name for logs ("runc", "crun").
+  virtual std::string name() const = 0;
+};
+
+// The backend for one container. `ns` is the containerd namespace (it names
+// the runtime root), `bundle` the container's bundle.
+Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
+                                             const RuntimeOptions& options, const std::string& ns,
+                                             const std::string& bundle);
+
+// The OCI runtime features document (JSON) of the runtime `options` selects:
+// `<runtime> features` where the runtime has it, else one hull builds. Blocks;
+// for `containerd-shim-hull-v2 -info`, never for the server.
+Result<std::string> RuntimeFeatures(const RuntimeOptions& options);
+
+// Synchronous best-effort `<runtime> delete --force <id>` for the `delete`
+// action (a crashed server left the container behind). Blocks.
+Status ForceDelete(const RuntimeOptions& options, const std::string& ns, const std::string& bundle,
+                   const std::string& id);
+
+}  // namespace hull::shim

@@ -1,0 +1,115 @@
+// The backend factory and the blocking runtime calls of the one-shot actions
+// (`-info`, `delete`). Every backend is chosen here and nowhere else.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "shim/backend/backend.h"
+#include "shim/backend/oci_cli/argv.h"
+#include "shim/backend/oci_cli/oci_cli_backend.h"
+#include "shim/backend/oci_cli/run_blocking.h"
+#include "shim/backend/oci_cli/runtime_error.h"
+
+namespace hull::shim {
+namespace {
+
+using namespace std::chrono_literals;
+using oci_cli::ArgvBuilder;
+using oci_cli::FlavourFor;
+
+// containerd allows the runc shim's `delete` 5 s in all; leave it some.
+constexpr auto kForceDeleteTimeout = 4s;
+constexpr auto kFeaturesTimeout = 10s;
+
+bool IsExecutableFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// `binary` as a path: itself if it names a file, else the first match in PATH.
+Result<std::string> ResolveBinary(const std::string& binary) {
+  if (binary.empty()) return InvalidArgumentError("runtime binary name is empty");
+  if (binary.find('/') != std::string::npos) {
+    if (IsExecutableFile(binary)) return binary;
+    return NotFoundError("runtime binary " + binary + " does not exist or is not executable");
+  }
+  const char* path_env = ::getenv("PATH");
+  std::string_view path = path_env != nullptr ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  while (true) {
+    size_t colon = path.find(':');
+    std::string dir(path.substr(0, colon));
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + binary;
+    if (IsExecutableFile(candidate)) return candidate;
+    if (colon == std::string_view::npos) break;
+    path.remove_prefix(colon + 1);
+  }
+  return NotFoundError("runtime binary \"" + binary + "\" not found in PATH");
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
+                                             const RuntimeOptions& options, const std::string& ns,
+                                             const std::string& bundle) {
+  HULL_ASSIGN_OR_RETURN(std::string binary, ResolveBinary(options.binary_name));
+  oci_cli::RuntimeConfig config = oci_cli::MakeRuntimeConfig(options, ns, bundle);
+  // Run the binary that was checked; the root keeps the configured name.
+  config.binary = std::move(binary);
+  return std::unique_ptr<Backend>(std::make_unique<oci_cli::OciCliBackend>(
+      loop, reaper, ArgvBuilder(FlavourFor(options.binary_name), std::move(config))));
+}
+
+Result<std::string> RuntimeFeatures(const RuntimeOptions& options) {
+  const oci_cli::Flavour& flavour = FlavourFor(options.binary_name);
+  HULL_ASSIGN_OR_RETURN(std::string binary, ResolveBinary(options.binary_name));
+  ArgvBuilder argv(flavour, oci_cli::RuntimeConfig{.binary = binary});
+  const std::string context = std::string(flavour.name) + " features";
+
+  HULL_ASSIGN_OR_RETURN(CommandResult r, oci_cli::RunBlocking(argv.Features(), kFeaturesTimeout));
+  if (r.ok()) {
+    auto doc = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_object()) return r.out;
+    return InternalError(context + ": output is not a JSON object");
+  }
+  Status failed =
+      oci_cli::ClassifyFailure(flavour, "", oci_cli::FailureMessage("", r.err, r.exit_status))
+          .WithContext(context);
+  if (flavour.build_features == nullptr) return failed;
+  // No `features` command: describe the runtime from its version banner.
+  HULL_ASSIGN_OR_RETURN(CommandResult version,
+                        oci_cli::RunBlocking(argv.Version(), kFeaturesTimeout));
+  if (!version.ok()) {
+    return UnknownError(context + ": " + binary + " --version: " +
+                        oci_cli::FailureMessage("", version.err, version.exit_status));
+  }
+  return flavour.build_features(version.out);
+}
+
+Status ForceDelete(const RuntimeOptions& options, const std::string& ns, const std::string& bundle,
+                   const std::string& id) {
+  const oci_cli::Flavour& flavour = FlavourFor(options.binary_name);
+  // The bundle may be gone already; then the runtime logs to stderr only.
+  oci_cli::RuntimeConfig config =
+      oci_cli::MakeRuntimeConfig(options, ns, IsDirectory(bundle) ? bundle : std::string());
+  ArgvBuilder argv(flavour, std::move(config));
+  const std::string context = std::string(flavour.name) + " delete --force " + id;
+
+  oci_cli::LogCursor log = oci_cli::LogCursor::At(argv.config().log_path);
+  auto r = oci_cli::RunBlocking(argv.Delete(id, /*force=*/true), kForceDeleteTimeout);
+  if (!r) return r.error().WithContext(context);
+  if (r->ok()) return Status();
+  Status failed =
+      oci_cli::ClassifyFailure(flavour, argv.config().root + "/" + id,
+                               oci_cli::FailureMessage(log.ReadNew(), r->err, r->exit_status));
+  if (failed.code() == Code::kNotFound) return Status();
+  return failed.WithContext(context);
+}
+
+}  // namespace hull::shim

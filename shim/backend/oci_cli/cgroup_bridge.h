@@ -1,0 +1,27 @@
+// The OCI CLI backends' view of the container's cgroup: metrics and OOM
+// events come from hull's cgroups module (runc and crun only manage the
+// cgroup; reading it is hull's). Loop thread only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+
+#include "base/event_loop.h"
+#include "base/status.h"
+
+namespace google::protobuf {
+class Any;
+}
+
+namespace hull::shim::oci_cli {
+
+// io.containerd.cgroups.v1/v2.Metrics of the cgroup `init_pid` is in.
+Result<google::protobuf::Any> ContainerMetrics(pid_t init_pid);
+
+// Calls `on_oom` on every OOM kill in the cgroup of `init_pid`, until the
+// handle is dropped.
+Result<EventHandle> WatchContainerOom(EventLoop& loop, pid_t init_pid,
+                                      std::function<void()> on_oom);
+
+}  // namespace hull::shim::oci_cli

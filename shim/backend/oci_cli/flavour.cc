@@ -1,0 +1,76 @@
+#include "shim/backend/oci_cli/flavour.h"
+
+#include "shim/backend/oci_cli/features.h"
+
+namespace hull::shim::oci_cli {
+namespace {
+
+// Messages as runc 1.1 prints them (its log.json `msg`, or stderr).
+constexpr ErrorPattern kRuncErrors[] = {
+    {"container does not exist", Code::kNotFound},
+    {"already exists", Code::kAlreadyExists},
+    {"no help topic for", Code::kUnimplemented},  // unknown subcommand
+    {"container not running", Code::kFailedPrecondition},
+    {"container not paused", Code::kFailedPrecondition},
+    {"cannot start an already running container", Code::kFailedPrecondition},
+    {"cannot start a container in the", Code::kFailedPrecondition},  // paused/stopped state
+    {"that is not stopped", Code::kFailedPrecondition},              // delete
+    {"cannot exec in a", Code::kFailedPrecondition},                 // paused/stopped container
+};
+constexpr std::string_view kRuncProcessGone[] = {
+    "container not running",
+    "process already finished",
+    "no such process",
+};
+
+// Messages as crun 1.8 prints them. crun names the missing file of a
+// container that does not exist rather than saying so.
+constexpr ErrorPattern kCrunErrors[] = {
+    {"{state}/status`: no such file or directory", Code::kNotFound},
+    {"cannot open directory '{state}': no such file or directory", Code::kNotFound},
+    {"already exists", Code::kAlreadyExists},
+    {"unknown command", Code::kUnimplemented},
+    {"is not running", Code::kFailedPrecondition},
+    {"is not in `created` or `stopped` state", Code::kFailedPrecondition},         // delete
+    {"{state}/exec.fifo`: no such file or directory", Code::kFailedPrecondition},  // started
+    {"cgroups in hybrid mode not supported", Code::kFailedPrecondition},
+};
+constexpr std::string_view kCrunProcessGone[] = {
+    "no such process",
+    "is not running",
+};
+
+constexpr Flavour kRunc{
+    .name = "runc",
+    .criu_path_flag = "--criu",
+    .restore_no_subreaper = true,
+    .build_features = nullptr,  // runc >= 1.1 has `runc features`
+    .errors = kRuncErrors,
+    .process_gone = kRuncProcessGone,
+};
+
+constexpr Flavour kCrun{
+    .name = "crun",
+    .criu_path_flag = {},  // crun loads libcriu itself
+    .restore_no_subreaper = false,
+    .build_features = &BuildCrunFeatures,  // crun < 1.9 has no `crun features`
+    .errors = kCrunErrors,
+    .process_gone = kCrunProcessGone,
+};
+
+}  // namespace
+
+const Flavour& RuncFlavour() {
+  return kRunc;
+}
+const Flavour& CrunFlavour() {
+  return kCrun;
+}
+
+const Flavour& FlavourFor(std::string_view binary) {
+  std::string_view base = binary.substr(binary.rfind('/') + 1);
+  if (base.starts_with("crun")) return kCrun;
+  return kRunc;
+}
+
+}  // namespace hull::shim::oci_cli

@@ -1,0 +1,51 @@
+// Flavour: everything that differs between the OCI CLI runtimes hull drives
+// (runc, crun), as data. The argv builder, error mapping and features code
+// read this table; nothing else in hull asks which runtime it is talking to.
+// Constant, static storage; any thread.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace hull::shim::oci_cli {
+
+// One runtime error message pattern: a case-insensitive substring of the
+// runtime's message, and the code the failure gets when it matches.
+// "{state}" in `text` stands for the container's state directory
+// (<root>/<id>), which crun names in its "no such container" messages.
+struct ErrorPattern {
+  std::string_view text;
+  Code code;
+};
+
+// Builds a features document (OCI runtime-spec features.md) from the
+// runtime's `--version` output, for runtimes without a `features` command.
+using FeaturesBuilder = Result<std::string> (*)(std::string_view version_output);
+
+struct Flavour {
+  std::string_view name;  // "runc", "crun": for logs and error messages
+  // Global flag that names the criu binary ("--criu"); empty: the runtime has
+  // none and finds criu itself.
+  std::string_view criu_path_flag;
+  // `restore` accepts --no-subreaper (the shim is the subreaper already).
+  bool restore_no_subreaper = false;
+  // Fallback for `RuntimeFeatures` when `<runtime> features` fails; null: none.
+  FeaturesBuilder build_features = nullptr;
+  // Runtime messages -> codes, first match wins; unmatched: Unknown.
+  std::span<const ErrorPattern> errors;
+  // Kill messages that mean the process has already exited.
+  std::span<const std::string_view> process_gone;
+};
+
+// The flavour for a runtime binary ("runc", "/usr/bin/crun", ...), chosen by
+// its basename; anything that is not crun is driven as runc, whose CLI the
+// other OCI runtimes copy.
+const Flavour& FlavourFor(std::string_view binary);
+
+const Flavour& RuncFlavour();
+const Flavour& CrunFlavour();
+
+}  // namespace hull::shim::oci_cli

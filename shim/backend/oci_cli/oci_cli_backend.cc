@@ -1,0 +1,263 @@
+#include "shim/backend/oci_cli/oci_cli_backend.h"
+
+#include <fcntl.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+
+#include "google/protobuf/any.pb.h"
+#include "shim/backend/oci_cli/cgroup_bridge.h"
+#include "shim/backend/oci_cli/runtime_error.h"
+
+namespace hull::shim::oci_cli {
+
+struct OciCliBackend::PendingRestore {
+  CreateRequest req;  // req.stdio's fds point into `fds`
+  UniqueFd fds[3];    // duplicates of the caller's stdio descriptors
+};
+
+OciCliBackend::OciCliBackend(EventLoop& loop, Reaper& reaper, ArgvBuilder argv)
+    : loop_(loop), reaper_(reaper), argv_(std::move(argv)) {}
+
+OciCliBackend::~OciCliBackend() = default;
+
+Result<int> OciCliBackend::DevNull() {
+  if (!dev_null_) {
+    dev_null_.reset(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    if (!dev_null_) return ErrnoError("open", "/dev/null");
+  }
+  return dev_null_.get();
+}
+
+void OciCliBackend::PostDone(Done done, Status status) {
+  loop_.Post([done = std::move(done), status = std::move(status)] { done(status); });
+}
+
+Status OciCliBackend::Failure(const Call& call, const std::string& log_tail,
+                              const CommandResult& r) const {
+  std::string message = FailureMessage(log_tail, r.err, r.exit_status);
+  return ClassifyFailure(argv_.flavour(), argv_.config().root + "/" + call.id, std::move(message))
+      .WithContext(std::string(argv_.flavour().name) + " " + call.what + " " + call.id);
+}
+
+void OciCliBackend::Run(Call call, CallDone done) {
+  const std::string context = std::string(argv_.flavour().name) + " " + call.what + " " + call.id;
+  SpawnOptions options{.argv = call.argv, .parent_death_signal = SIGKILL};
+  if (call.stdio != nullptr) {
+    // The runtime hands its own stdio to the container process, so it is not
+    // captured: the container would hold the pipes open long after the
+    // runtime exits. Failures are read from the JSON log instead.
+    auto dev_null = DevNull();
+    if (!dev_null) {
+      loop_.Post([done = std::move(done), s = dev_null.error().WithContext(context)] {
+        done(s, CommandResult{});
+      });
+      return;
+    }
+    const ProcessStdio& io = *call.stdio;
+    if (!io.console_socket.empty()) {
+      // A terminal process gets the pty; the runtime's stdio stays its own.
+      options.fds = {{0, *dev_null}};
+    } else {
+      auto or_null = [&](int fd) { return fd >= 0 ? fd : *dev_null; };
+      options.fds = {
+          {0, or_null(io.stdin_fd)}, {1, or_null(io.stdout_fd)}, {2, or_null(io.stderr_fd)}};
+    }
+  }
+  LogCursor log = LogCursor::At(call.reads_log ? argv_.config().log_path : std::string());
+  const uint64_t key = next_call_++;
+  auto shared_call = std::make_shared<Call>(std::move(call));
+  auto command = Command::Start(loop_, reaper_, std::move(options), shared_call->stdin_data,
+                                [this, key, shared_call, log, done](CommandResult r) {
+                                  // The Command is finished; it dies at the end of this scope,
+                                  // after `done`, which may destroy this backend: nothing touches
+                                  // `this` then.
+                                  std::unique_ptr<Command> finished;
+                                  if (auto it = calls_.find(key); it != calls_.end()) {
+                                    finished = std::move(it->second);
+                                    calls_.erase(it);
+                                  }
+                                  Status status =
+                                      r.ok() ? Status() : Failure(*shared_call, log.ReadNew(), r);
+                                  done(std::move(status), std::move(r));
+                                });
+  if (!command) {
+    loop_.Post([done = std::move(done), s = command.error().WithContext(context)] {
+      done(s, CommandResult{});
+    });
+    return;
+  }
+  calls_.emplace(key, std::move(*command));
+}
+
+void OciCliBackend::Create(const CreateRequest& req, Done done) {
+  if (!req.checkpoint.empty()) {
+    // Restored at Start; keep our own copies of the stdio descriptors.
+    auto pending = std::make_shared<PendingRestore>();
+    pending->req = req;
+    int* fds[3] = {&pending->req.stdio.stdin_fd, &pending->req.stdio.stdout_fd,
+                   &pending->req.stdio.stderr_fd};
+    for (int i = 0; i < 3; ++i) {
+      if (*fds[i] < 0) continue;
+      pending->fds[i].reset(::fcntl(*fds[i], F_DUPFD_CLOEXEC, 0));
+      if (!pending->fds[i]) {
+        return PostDone(std::move(done),
+                        ErrnoError("dup", "stdio fd " + std::to_string(*fds[i]) + " of " + req.id));
+      }
+      *fds[i] = pending->fds[i].get();
+    }
+    pending_restores_[req.id] = std::move(pending);
+    return PostDone(std::move(done), Status());
+  }
+  Run(Call{.what = "create", .id = req.id, .argv = argv_.Create(req), .stdio = &req.stdio},
+      [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
+}
+
+void OciCliBackend::Start(const std::string& id, Done done) {
+  if (auto it = pending_restores_.find(id); it != pending_restores_.end()) {
+    std::shared_ptr<PendingRestore> pending = std::move(it->second);
+    pending_restores_.erase(it);
+    return Restore(std::move(pending), std::move(done));
+  }
+  Run(Call{.what = "start", .id = id, .argv = argv_.Start(id)},
+      [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
+}
+
+void OciCliBackend::Restore(std::shared_ptr<PendingRestore> pending, Done done) {
+  const CreateRequest& req = pending->req;
+  // `pending` rides along in the callback: its descriptors must outlive the
+  // runtime process.
+  Run(Call{.what = "restore", .id = req.id, .argv = argv_.Restore(req), .stdio = &req.stdio},
+      [pending, done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
+}
+
+void OciCliBackend::Exec(const ExecRequest& req, Done done) {
+  Run(Call{.what = "exec", .id = req.id, .argv = argv_.Exec(req), .stdio = &req.stdio},
+      [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
+}
+
+void OciCliBackend::Kill(const std::string& id, int signal, bool all, Done done) {
+  const Flavour& flavour = argv_.flavour();
+  Run(Call{.what = "kill", .id = id, .argv = argv_.Kill(id, signal, all)},
+      [&flavour, done = std::move(done)](Status s, CommandResult) {
+        if (!s.ok() && IsProcessGone(flavour, s.message())) {
+          s = NotFoundError("process already finished (" + s.message() + ")");
+        }
+        done(std::move(s));
+      });
+}
+
+void OciCliBackend::Delete(const std::string& id, bool force, Done done) {
+  pending_restores_.erase(id);
+  Run(Call{.what = "delete", .id = id, .argv = argv_.Delete(id, force)},
+      [done = std::move(done)](Status s, CommandResult) {
+        // Already gone is what Delete wants.
+        done(s.code() == Code::kNotFound ? Status() : std::move(s));
+      });
+}
+
+void OciCliBackend::Pause(const std::string& id, Done done) {
+  Run(Call{.what = "pause", .id = id, .argv = argv_.Pause(id)},
+      [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
+}
+
+void OciCliBackend::Resume(const std::string& id, Done done) {
+  Run(Call{.what = "resume", .id = id, .argv = argv_.Resume(id)},
+      [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
+}
+
+void OciCliBackend::Update(const std::string& id, const std::string& resources_json, Done done) {
+  Run(Call{.what = "update", .id = id, .argv = argv_.Update(id), .stdin_data = resources_json},
+      [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
+}
+
+void OciCliBackend::Ps(const std::string& id,
+                       std::function<void(Result<std::vector<pid_t>>)> done) {
+  Run(Call{.what = "ps", .id = id, .argv = argv_.Ps(id)},
+      [id, done = std::move(done)](Status s, CommandResult r) {
+        if (!s.ok()) return done(std::move(s));
+        auto pids = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+        // runc prints `null` for a container without processes.
+        if (pids.is_null()) return done(std::vector<pid_t>{});
+        std::vector<pid_t> out;
+        bool valid = pids.is_array();
+        for (const auto& p : pids) {
+          if (!valid || !p.is_number_integer()) {
+            valid = false;
+            break;
+          }
+          out.push_back(p.get<pid_t>());
+        }
+        if (!valid) return done(InternalError("ps " + id + ": unexpected output: " + r.out));
+        done(std::move(out));
+      });
+}
+
+void OciCliBackend::Checkpoint(const CheckpointRequest& req, Done done) {
+  CheckpointFrom(CheckpointStep::kProbeRuntime, req, std::move(done));
+}
+
+void OciCliBackend::CheckpointFrom(CheckpointStep step, CheckpointRequest req, Done done) {
+  const std::string runtime(argv_.flavour().name);
+  switch (step) {
+    case CheckpointStep::kProbeRuntime: {
+      if (can_checkpoint_.has_value()) {
+        if (!can_checkpoint_->ok()) return PostDone(std::move(done), *can_checkpoint_);
+        return CheckpointFrom(CheckpointStep::kCheckCriu, std::move(req), std::move(done));
+      }
+      Call call{.what = "checkpoint --help",
+                .id = req.id,
+                .argv = argv_.CheckpointProbe(),
+                .reads_log = false};
+      return Run(std::move(call), [this, runtime, req = std::move(req), done = std::move(done)](
+                                      Status s, CommandResult r) mutable {
+        if (s.ok()) {
+          can_checkpoint_ = Status();
+        } else if (r.exit_status != 0) {
+          can_checkpoint_ = FailedPreconditionError(
+              runtime + " cannot checkpoint: " + FailureMessage("", r.err, r.exit_status));
+        } else {
+          return done(std::move(s));  // could not run the runtime at all
+        }
+        CheckpointFrom(CheckpointStep::kProbeRuntime, std::move(req), std::move(done));
+      });
+    }
+    case CheckpointStep::kCheckCriu: {
+      Call call{.what = "criu check", .id = req.id, .argv = argv_.CriuCheck(), .reads_log = false};
+      return Run(std::move(call), [this, req = std::move(req), done = std::move(done)](
+                                      Status s, CommandResult r) mutable {
+        if (!s.ok()) {
+          // criu writes its complaints to stdout or stderr, depending.
+          std::string why = r.exit_status == 0
+                                ? s.message()
+                                : FailureMessage("", r.err.empty() ? r.out : r.err, r.exit_status);
+          return done(FailedPreconditionError("checkpoint needs a working criu: " + why));
+        }
+        CheckpointFrom(CheckpointStep::kDump, std::move(req), std::move(done));
+      });
+    }
+    case CheckpointStep::kDump: {
+      Call call{.what = "checkpoint", .id = req.id, .argv = argv_.Checkpoint(req)};
+      return Run(std::move(call),
+                 [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
+    }
+  }
+}
+
+void OciCliBackend::Stats(const std::string& id, pid_t init_pid,
+                          std::function<void(Result<google::protobuf::Any>)> done) {
+  loop_.Post([id, init_pid, done = std::move(done)] {
+    auto metrics = ContainerMetrics(init_pid);
+    if (!metrics) return done(metrics.error().WithContext("stats " + id));
+    done(std::move(metrics));
+  });
+}
+
+Result<EventHandle> OciCliBackend::WatchOom(const std::string& id, pid_t init_pid,
+                                            std::function<void()> on_oom) {
+  auto handle = WatchContainerOom(loop_, init_pid, std::move(on_oom));
+  if (!handle) return handle.error().WithContext("watch OOM of " + id);
+  return handle;
+}
+
+}  // namespace hull::shim::oci_cli

@@ -1,0 +1,86 @@
+// OciCliBackend: the Backend for OCI runtime CLIs (runc, crun). Each call runs
+// the runtime as a child process (Command) on the shim's loop; its exit and
+// output come back as loop events and become the call's Status, carrying the
+// runtime's own error message. The backend owns the runtime processes in
+// flight: dropping it kills them, and their `done` is never called.
+// Loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/command.h"
+#include "shim/backend/backend.h"
+#include "shim/backend/oci_cli/argv.h"
+
+namespace hull::shim::oci_cli {
+
+class OciCliBackend final : public Backend {
+ public:
+  OciCliBackend(EventLoop& loop, Reaper& reaper, ArgvBuilder argv);
+  ~OciCliBackend() override;
+
+  // With a checkpoint, Create only records the request (duplicating its stdio
+  // descriptors, so the caller may close them) and Start restores from it; the
+  // init's pid is in the pid file after Start.
+  void Create(const CreateRequest& req, Done done) override;
+  void Start(const std::string& id, Done done) override;
+  void Exec(const ExecRequest& req, Done done) override;
+  // NotFound "process already finished" when the init has exited.
+  void Kill(const std::string& id, int signal, bool all, Done done) override;
+  void Delete(const std::string& id, bool force, Done done) override;
+  void Pause(const std::string& id, Done done) override;
+  void Resume(const std::string& id, Done done) override;
+  void Update(const std::string& id, const std::string& resources_json, Done done) override;
+  void Ps(const std::string& id, std::function<void(Result<std::vector<pid_t>>)> done) override;
+  // Checks, in order, that the runtime can checkpoint (`<runtime> checkpoint
+  // --help`, remembered) and that criu works (`criu check`), then dumps.
+  void Checkpoint(const CheckpointRequest& req, Done done) override;
+  void Stats(const std::string& id, pid_t init_pid,
+             std::function<void(Result<google::protobuf::Any>)> done) override;
+  Result<EventHandle> WatchOom(const std::string& id, pid_t init_pid,
+                               std::function<void()> on_oom) override;
+  std::string name() const override { return std::string(argv_.flavour().name); }
+
+ private:
+  // One runtime invocation.
+  struct Call {
+    std::string what;  // "create", "kill", ... for messages
+    std::string id;    // container id, for messages and "{state}"
+    Argv argv;
+    // The container's stdio, for calls that start container processes
+    // (create, restore, exec): mapped to the runtime's 0/1/2, not captured.
+    const ProcessStdio* stdio = nullptr;
+    std::string stdin_data;
+    bool reads_log = true;  // the call writes the runtime's JSON log
+  };
+  // `done(status, result)`: status is OK for exit 0, else the runtime's
+  // message with its code and "<runtime> <what> <id>: " in front.
+  using CallDone = std::function<void(Status, CommandResult)>;
+  void Run(Call call, CallDone done);
+  Status Failure(const Call& call, const std::string& log_tail, const CommandResult& r) const;
+  // Posts `done(status)` to a later loop turn (calls never finish inline).
+  void PostDone(Done done, Status status);
+  Result<int> DevNull();
+
+  // A Create with a checkpoint, waiting for Start.
+  struct PendingRestore;
+  void Restore(std::shared_ptr<PendingRestore> pending, Done done);
+
+  enum class CheckpointStep { kProbeRuntime, kCheckCriu, kDump };
+  void CheckpointFrom(CheckpointStep step, CheckpointRequest req, Done done);
+
+  EventLoop& loop_;
+  Reaper& reaper_;
+  ArgvBuilder argv_;
+  UniqueFd dev_null_;  // stdio of container processes given no descriptor
+  uint64_t next_call_ = 0;
+  std::map<uint64_t, std::unique_ptr<Command>> calls_;
+  std::map<std::string, std::shared_ptr<PendingRestore>> pending_restores_;
+  std::optional<Status> can_checkpoint_;  // result of the runtime probe
+};
+
+}  // namespace hull::shim::oci_cli

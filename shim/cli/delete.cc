@@ -1,0 +1,64 @@
+#include "shim/cli/delete.h"
+
+#include <charconv>
+
+#include "containerd/task/v2/shim.pb.h"
+#include "shim/config/config.h"
+#include "base/file_util.h"
+#include "shim/mount/mount.h"
+
+namespace hull::shim {
+namespace {
+
+// 128 + SIGKILL: what containerd reports for a task its shim cleaned up.
+constexpr uint32_t kKilledExitStatus = 137;
+
+// The init's pid from <bundle>/init.pid, or 0.
+uint32_t ReadInitPid(const std::string& bundle) {
+  Result<std::string> text = ReadFile(bundle + "/init.pid");
+  if (!text) return 0;
+  uint32_t pid = 0;
+  const char* end = text->data() + text->size();
+  auto [ptr, ec] = std::from_chars(text->data(), end, pid);
+  return ec == std::errc() ? pid : 0;
+}
+
+// The config `start` stored in the bundle; else hull's config file; else the
+// built-in defaults (delete must work whatever state it finds).
+ShimConfig LoadConfig(const DeleteRequest& req, const Logger& log) {
+  Result<ShimConfig> stored = ReadBundleConfig(req.bundle);
+  if (stored) return *stored;
+  if (stored.error().code() != Code::kNotFound) {
+    log.Warn("delete {}: {}", req.cmd.id, stored.error().message());
+  }
+  Result<ShimConfig> defaults = LoadConfigFile(req.env.config_path);
+  if (defaults) return *defaults;
+  log.Warn("delete {}: {}", req.cmd.id, defaults.error().message());
+  return ShimConfig();
+}
+
+}  // namespace
+
+Result<std::string> RunDelete(const DeleteRequest& req, const Logger& log) {
+  if (req.cmd.ns.empty()) return InvalidArgumentError("-namespace is required");
+  if (req.cmd.id.empty()) return InvalidArgumentError("-id is required");
+  if (req.bundle.empty()) return InvalidArgumentError("no bundle (-bundle or the working directory)");
+
+  ShimConfig config = LoadConfig(req, log);
+  if (req.force_delete) {
+    Status deleted = req.force_delete(config.runtime, req.cmd.ns, req.bundle, req.cmd.id);
+    if (!deleted.ok()) log.Warn("delete {}: {}", req.cmd.id, deleted.message());
+  }
+  HULL_RETURN_IF_ERROR_CTX(UnmountAll(req.bundle + "/rootfs"), "delete " + req.cmd.id);
+
+  containerd::task::v2::DeleteResponse response;
+  response.set_pid(ReadInitPid(req.bundle));
+  response.set_exit_status(kKilledExitStatus);
+  timespec now = req.now ? req.now() : timespec{};
+  if (!req.now) ::clock_gettime(CLOCK_REALTIME, &now);
+  response.mutable_exited_at()->set_seconds(now.tv_sec);
+  response.mutable_exited_at()->set_nanos(static_cast<int32_t>(now.tv_nsec));
+  return response.SerializeAsString();
+}
+
+}  // namespace hull::shim

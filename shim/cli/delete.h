@@ -1,0 +1,38 @@
+// The `delete` action (docs/start-delete.md): clean up after a task whose
+// server is gone or done — force-delete the container in the runtime, unmount
+// the rootfs — and report it as killed. containerd runs it after every task
+// deletion and after a shim dies, so it is idempotent, quick, and quiet:
+// stdout carries only the DeleteResponse, and stderr stays empty on success.
+// Blocking; runs once in a short-lived process.
+#pragma once
+
+#include <ctime>
+#include <functional>
+#include <string>
+
+#include "base/logging.h"
+#include "base/status.h"
+#include "shim/backend/backend.h"
+#include "shim/cli/flags.h"
+
+namespace hull::shim {
+
+struct DeleteRequest {
+  CommandLine cmd;     // ApplyEnvironmentDefaults already applied
+  Environment env;
+  std::string bundle;  // -bundle, else the working directory
+  // The backend's blocking force-delete (a seam: main passes ForceDelete).
+  std::function<Status(const RuntimeOptions&, const std::string& ns, const std::string& bundle,
+                       const std::string& id)>
+      force_delete;
+  // The clock for exited_at (a seam for tests).
+  std::function<timespec()> now;
+};
+
+// The serialized containerd.task.v2.DeleteResponse{pid from init.pid (0 if
+// none), exit_status 137, exited_at now}. Failures to force-delete are only
+// logged; a bundle that is already gone is success. Fails only on bad flags
+// or when the rootfs stays mounted.
+Result<std::string> RunDelete(const DeleteRequest& req, const Logger& log);
+
+}  // namespace hull::shim

@@ -1,0 +1,184 @@
+#include "shim/cli/start.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "base/spawn.h"
+#include "containerd/runtime/bootstrap/v1/bootstrap.pb.h"
+#include "oci/spec.h"
+#include "shim/cli/placement.h"
+#include "shim/cli/shim_socket.h"
+#include "shim/cli/socket_address.h"
+#include "shim/config/config.h"
+#include "base/file_util.h"
+#include "shim/config/start_input.h"
+#include "shim/mount/mountinfo.h"
+
+extern char** environ;
+
+namespace hull::shim {
+namespace {
+
+using containerd::runtime::bootstrap::v1::BootstrapParams;
+using containerd::runtime::bootstrap::v1::BootstrapResult;
+
+// Runs `undo` on scope exit unless dismissed.
+class ScopeGuard {
+ public:
+  explicit ScopeGuard(std::function<void()> undo) : undo_(std::move(undo)) {}
+  ~ScopeGuard() {
+    if (undo_) undo_();
+  }
+  ScopeGuard(const ScopeGuard&) = delete;
+  ScopeGuard& operator=(const ScopeGuard&) = delete;
+  void Dismiss() { undo_ = nullptr; }
+
+ private:
+  std::function<void()> undo_;
+};
+
+// The task API version hull announces to containerd 2.3+: 3, as the runc
+// shim does; the server registers containerd.task.v3.Task as well as v2.
+constexpr int32_t kBootstrapVersion = 3;
+
+std::string Output(const std::string& address, const std::optional<BootstrapParams>& bootstrap) {
+  if (!bootstrap) return address;
+  BootstrapResult result;
+  result.set_version(kBootstrapVersion);
+  result.set_address(address);
+  result.set_protocol("ttrpc");
+  return result.SerializeAsString();
+}
+
+// <bundle>/address: the address, no newline, replaced atomically. containerd
+// 1.6/1.7 read it to reconnect after a restart.
+Status WriteAddressFile(const std::string& bundle, const std::string& address) {
+  return WriteFileAtomic(bundle + "/address", address, 0644);
+}
+
+// The server's argv: what containerd's shim library passes its own server.
+std::vector<std::string> ServerArgv(const StartRequest& req, bool debug) {
+  std::vector<std::string> argv = {req.self_exe,  "-namespace", req.cmd.ns,     "-id",
+                                   req.cmd.id,    "-address",   req.cmd.address};
+  if (!req.cmd.publish_binary.empty()) {
+    argv.insert(argv.end(), {"-publish-binary", req.cmd.publish_binary});
+  }
+  if (debug) argv.push_back("-debug");
+  return argv;
+}
+
+// The server's environment: ours, plus TTRPC_ADDRESS from BootstrapParams
+// when containerd did not set it.
+std::optional<std::vector<std::string>> ServerEnv(const StartRequest& req,
+                                                  const std::optional<BootstrapParams>& bootstrap) {
+  if (!req.env.ttrpc_address.empty() || !bootstrap ||
+      bootstrap->containerd_ttrpc_address().empty()) {
+    return std::nullopt;
+  }
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  env.push_back("TTRPC_ADDRESS=" + bootstrap->containerd_ttrpc_address());
+  return env;
+}
+
+bool WantsDebug(const StartRequest& req, const std::optional<BootstrapParams>& bootstrap) {
+  return req.cmd.debug ||
+         (bootstrap && bootstrap->log_level() <= containerd::runtime::bootstrap::v1::LOG_LEVEL_DEBUG);
+}
+
+}  // namespace
+
+std::string SelfExecutable() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "/proc/self/exe";
+  std::string path(buf, static_cast<size_t>(n));
+  // Replaced on disk since we started (an upgrade): only the link still works.
+  if (path.ends_with(" (deleted)")) return "/proc/self/exe";
+  return path;
+}
+
+Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
+  StartRequest req = request;
+  if (req.cmd.ns.empty()) return InvalidArgumentError("-namespace is required");
+  if (req.cmd.id.empty()) return InvalidArgumentError("-id is required");
+
+  Result<StartInput> input = DecodeStartInput(req.stdin_data, req.cmd.id, req.cmd.ns);
+  if (!input) return input.error().WithContext("start: read stdin");
+  const std::optional<BootstrapParams>& bootstrap = input->bootstrap;
+  if (bootstrap && req.cmd.address.empty()) req.cmd.address = bootstrap->containerd_grpc_address();
+
+  Result<ShimConfig> config =
+      ResolveConfig(req.env.config_path, input->options ? &*input->options : nullptr);
+  if (!config) return config.error().WithContext("start");
+
+  Result<oci::Spec> spec = oci::Spec::Load(req.bundle + "/" + std::string(oci::kConfigFileName));
+  if (!spec) return spec.error().WithContext("start");
+  const std::string group = GroupingId(spec->Annotations(), req.cmd.id);
+
+  std::string socket_dir = req.env.socket_dir;
+  if (bootstrap && bootstrap->has_socket_dir() && !bootstrap->socket_dir().empty()) {
+    socket_dir = bootstrap->socket_dir();
+  }
+  const std::string address = SocketAddress(socket_dir, req.cmd.address, req.cmd.ns, group);
+  HULL_ASSIGN_OR_RETURN(std::string socket_path, SocketPath(address));
+
+  // The resolved config goes into every bundle: the server reads it at Create
+  // and `delete` after a crash.
+  HULL_RETURN_IF_ERROR_CTX(WriteBundleConfig(req.bundle, *config), "start: store config");
+
+  Result<ShimListener> listener = ListenShimSocket(socket_path);
+  if (!listener) return listener.error().WithContext("start: create shim socket");
+  if (listener->existing) {
+    log.Info("start {}: joining the live shim of group {} at {}", req.cmd.id, group, address);
+    HULL_RETURN_IF_ERROR_CTX(WriteAddressFile(req.bundle, address), "start");
+    return Output(address, bootstrap);
+  }
+
+  pid_t child = -1;
+  bool wrote_address = false;
+  ScopeGuard undo([&] {
+    if (child > 0) {
+      ::kill(child, SIGKILL);
+      while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+    ::unlink(socket_path.c_str());
+    if (wrote_address) ::unlink((req.bundle + "/address").c_str());
+  });
+
+  HULL_RETURN_IF_ERROR_CTX(WriteAddressFile(req.bundle, address), "start");
+  wrote_address = true;
+
+  if (req.env.sched_core) HULL_RETURN_IF_ERROR_CTX(CreateSchedCoreCookie(), "start");
+
+  SpawnOptions spawn;
+  spawn.argv = ServerArgv(req, WantsDebug(req, bootstrap));
+  spawn.env = ServerEnv(req, bootstrap);
+  spawn.cwd = req.bundle;
+  spawn.fds = {{3, listener->fd.get()}};
+  spawn.new_process_group = true;
+  Result<pid_t> pid = Spawn(spawn);
+  // The server has its copy; this process must not keep the socket open.
+  listener->fd.reset();
+  if (!pid) return pid.error().WithContext("start: run the shim server");
+  child = *pid;
+
+  if (!config->shim_cgroup.empty()) {
+    Result<std::vector<MountInfo>> mounts = ReadMountInfo();
+    if (!mounts) return mounts.error().WithContext("start: find cgroup hierarchies");
+    HULL_RETURN_IF_ERROR_CTX(MoveToCgroup(child, config->shim_cgroup, *mounts), "start");
+  }
+  HULL_RETURN_IF_ERROR_CTX(AdjustOomScore(child, ::getppid()), "start: set the shim's OOM score");
+
+  log.Info("start {}: server pid {} listening at {}", req.cmd.id, child, address);
+  undo.Dismiss();
+  return Output(address, bootstrap);
+}
+
+}  // namespace hull::shim

@@ -1,0 +1,98 @@
+// ShimConfig: how one hull shim runs its containers, resolved once per bundle
+// from (lowest to highest) built-in defaults, hull's config file
+// (/etc/hull/config.toml, or $HULL_CONFIG), and the options containerd passes
+// (a runc Options or a runtimeoptions Options, as an Any). `start` stores the
+// result in the bundle so that `delete` and a restarted server use the same.
+// docs/config.md lists every key. Plain values and blocking file reads; no
+// threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/logging.h"
+#include "base/status.h"
+#include "shim/backend/backend.h"
+
+namespace google::protobuf {
+class Any;
+}
+
+namespace hull::shim {
+
+inline constexpr std::string_view kDefaultConfigPath = "/etc/hull/config.toml";
+// Replaces kDefaultConfigPath (tests, packaging checks).
+inline constexpr std::string_view kConfigPathEnv = "HULL_CONFIG";
+// The resolved config, in the bundle.
+inline constexpr std::string_view kBundleConfigFile = "hull-config.toml";
+
+// The option messages containerd sends, by type name (the type_url without
+// any "<host>/" prefix).
+inline constexpr std::string_view kRuncOptionsType = "containerd.runc.v1.Options";
+inline constexpr std::string_view kRuntimeOptionsType = "runtimeoptions.v1.Options";
+
+struct ShimConfig {
+  // What runs the containers: the `runtime` key is runtime.binary_name.
+  RuntimeOptions runtime;
+  // cgroup `start` moves the long-lived server into; empty = stay in
+  // containerd's.
+  std::string shim_cgroup;
+  // Owner of the stdio pipes handed to containers.
+  uint32_t io_uid = 0;
+  uint32_t io_gid = 0;
+  // The server's log level (-debug raises it to debug).
+  LogLevel log_level = LogLevel::kInfo;
+};
+
+bool operator==(const ShimConfig& a, const ShimConfig& b);
+
+// Applies hull config TOML onto `config`: keys present replace values.
+// `origin` names the source in messages ("/etc/hull/config.toml: line 3:
+// unknown key \"x\""). Syntax errors, unknown keys or sections and values of
+// the wrong type or range are InvalidArgument. With `containerd_keys`, the
+// top-level keys containerd itself puts into a runtimeoptions config_body
+// (TypeUrl, ConfigPath) are accepted and ignored.
+Status ApplyToml(std::string_view text, std::string_view origin, ShimConfig& config,
+                 bool containerd_keys = false);
+
+// Every key of `config` as TOML, so that the text alone reproduces it.
+std::string ToToml(const ShimConfig& config);
+
+// Built-in defaults overlaid with the TOML file at `path`. A missing file is
+// not an error (the defaults apply); an unreadable or invalid one is.
+Result<ShimConfig> LoadConfigFile(const std::string& path);
+
+// Applies containerd's options onto `config`:
+//  - containerd.runc.v1.Options: each field that is set (non-empty, non-zero,
+//    true) replaces the config's value;
+//  - runtimeoptions.v1.Options: config_path names a TOML file applied on top,
+//    then config_body (TOML bytes) is applied on top of that;
+//  - an empty Any changes nothing.
+// Any other type is InvalidArgument, as is a message that does not decode.
+Status ApplyOptions(const google::protobuf::Any& options, ShimConfig& config);
+
+// LoadConfigFile(defaults_path), then ApplyOptions(*options) if given.
+Result<ShimConfig> ResolveConfig(const std::string& defaults_path,
+                                 const google::protobuf::Any* options);
+
+// The config of a container the server is creating (Task.Create): resolved
+// from its options when containerd sent any (containerd 2.x skips `start`
+// for the app containers of a pod at bootstrap version 3, so their bundles
+// hold nothing), else what `start` stored in the bundle, else the config
+// file at `config_path`.
+Result<ShimConfig> ResolveContainerConfig(const google::protobuf::Any& options,
+                                          const std::string& bundle,
+                                          const std::string& config_path);
+
+// The config file: `hull_config_env` ($HULL_CONFIG) when set and non-empty,
+// else /etc/hull/config.toml.
+std::string ConfigFilePath(const char* hull_config_env);
+
+// <bundle>/hull-config.toml, written atomically (mode 0600).
+Status WriteBundleConfig(const std::string& bundle, const ShimConfig& config);
+// Reads it back onto built-in defaults (not the config file: the stored file
+// is complete). NotFound when the bundle has none.
+Result<ShimConfig> ReadBundleConfig(const std::string& bundle);
+
+}  // namespace hull::shim

@@ -1,0 +1,107 @@
+#include "shim/server.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "base/event_loop.h"
+#include "base/logging.h"
+#include "base/reaper.h"
+#include "shim/config/config.h"
+#include "shim/publisher.h"
+#include "shim/task_service.h"
+#include "ttrpc/server.h"
+
+namespace hull::shim {
+namespace {
+
+// The shim logs to the bundle's `log` FIFO, which containerd reads and copies
+// to its own log. containerd opened it before `start`, so this never blocks.
+Logger OpenLog(const ServerArgs& args) {
+  UniqueFd fd(::open("log", O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return Logger::Null();
+  Logger log = Logger::ToFd(std::move(fd));
+  if (args.debug) log.set_level(LogLevel::kDebug);
+  return log;
+}
+
+// The path of the unix socket on `fd`, to remove it on exit.
+std::string SocketPath(int fd) {
+  sockaddr_un addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "";
+  if (addr.sun_family != AF_UNIX || addr.sun_path[0] == '\0') return "";
+  return std::string(addr.sun_path);
+}
+
+}  // namespace
+
+int RunServer(const ServerArgs& args) {
+  // Container processes that runc daemonizes are reparented to the shim.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  // Log writes fail with EPIPE while containerd is away; that must not kill us.
+  ::signal(SIGPIPE, SIG_IGN);
+
+  Logger log = OpenLog(args);
+  auto loop_or = EventLoop::Create();
+  if (!loop_or) {
+    log.Error("{}", loop_or.error().ToString());
+    return 1;
+  }
+  EventLoop& loop = **loop_or;
+  auto reaper_or = Reaper::Create(loop);
+  if (!reaper_or) {
+    log.Error("{}", reaper_or.error().ToString());
+    return 1;
+  }
+  Reaper& reaper = **reaper_or;
+
+  EventPublisher publisher(loop, log, MakeForwardSink(loop, args.ttrpc_address, args.ns));
+  ShimContext ctx{.loop = loop, .reaper = reaper, .log = log, .publisher = publisher, .ns = args.ns};
+
+  std::string socket_path = SocketPath(args.listen_fd);
+  ttrpc::ServerOptions server_options;
+  server_options.on_error = [&log](const Status& s) { log.Warn("ttrpc: {}", s.ToString()); };
+  ttrpc::Server server(loop, server_options);
+
+  bool stopping = false;
+  auto stop = [&] {
+    if (stopping) return;
+    stopping = true;
+    log.Info("shutting down");
+    // Stop accepting at once so a new `start` does not find us, then let
+    // calls in flight and queued events finish.
+    if (!socket_path.empty()) ::unlink(socket_path.c_str());
+    server.Shutdown([&] { publisher.Flush(std::chrono::seconds(5), [&] { loop.Stop(); }); });
+  };
+
+  TaskService tasks(
+      ctx,
+      [&args](const google::protobuf::Any& options, const std::string& bundle) {
+        return ResolveContainerOptions(options, bundle, args.ns);
+      },
+      stop);
+  tasks.RegisterWith(server);
+
+  Status served = server.Serve(UniqueFd(args.listen_fd));
+  if (!served.ok()) {
+    log.Error("serve: {}", served.ToString());
+    return 1;
+  }
+  auto sigterm = loop.WatchSignal(SIGTERM, stop);
+  auto sigint = loop.WatchSignal(SIGINT, stop);
+  if (!sigterm || !sigint) {
+    log.Error("watch signals failed");
+    return 1;
+  }
+  log.Info("serving namespace {} id {}", args.ns, args.id);
+  Status ran = loop.Run();
+  if (!ran.ok()) log.Error("{}", ran.ToString());
+  if (!socket_path.empty()) ::unlink(socket_path.c_str());
+  return ran.ok() ? 0 : 1;
+}
+
+}  // namespace hull::shim

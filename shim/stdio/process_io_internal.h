@@ -1,0 +1,27 @@
+// PipeIo and TerminalIo: the two ProcessIo implementations. PipeIo gives the
+// process pipes (or a logging binary's pipes directly) and copies them to the
+// FIFOs or file; TerminalIo hands the runtime a console socket and copies
+// between the pty master and the FIFOs. Both are built by ProcessIo::Create
+// from parts it has already opened. Loop thread only.
+#pragma once
+
+#include <memory>
+
+#include "base/event_loop.h"
+#include "shim/stdio/console_socket_internal.h"
+#include "shim/stdio/outputs_internal.h"
+#include "shim/stdio/process_io.h"
+#include "shim/stdio/stdio_files_internal.h"
+
+namespace hull::shim::stdio {
+
+// Makes the process's pipes, and fchowns its ends to io_uid/io_gid when
+// either is set.
+Result<std::unique_ptr<ProcessIo>> MakePipeIo(EventLoop& loop, const StdioContext& context,
+                                              StdinFifo stdin_fifo, Outputs outputs);
+
+Result<std::unique_ptr<ProcessIo>> MakeTerminalIo(EventLoop& loop, StdinFifo stdin_fifo,
+                                                  Outputs outputs,
+                                                  std::unique_ptr<ConsoleSocket> console);
+
+}  // namespace hull::shim::stdio

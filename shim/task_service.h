@@ -1,0 +1,84 @@
+// TaskService: containerd's Task API (served as containerd.task.v2.Task and
+// containerd.task.v3.Task, same messages) for every container of this shim.
+// It only routes: it finds the container a call names and hands the call to
+// it; containers and processes keep their own state. Loop thread only.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "shim/container.h"
+#include "shim/context.h"
+#include "google/protobuf/empty.pb.h"
+#include "ttrpc/server.h"
+
+namespace hull::shim {
+
+class TaskService {
+ public:
+  // Turns CreateTaskRequest.options (may be empty) into the container's
+  // options, given its bundle. A seam: the server passes hull's config loader.
+  using ResolveOptions =
+      std::function<Result<ContainerOptions>(const google::protobuf::Any& options,
+                                             const std::string& bundle)>;
+
+  // `on_shutdown` runs when a Shutdown call finds no container left.
+  TaskService(ShimContext& ctx, ResolveOptions resolve, std::function<void()> on_shutdown);
+  ~TaskService();
+
+  void RegisterWith(ttrpc::Server& server);
+
+  size_t container_count() const { return containers_.size(); }
+
+ private:
+  template <typename Req, typename Resp>
+  void Handle(ttrpc::Server& server, const char* method,
+              void (TaskService::*handler)(const Req&, ttrpc::TypedResponder<Resp>));
+
+  // Finds a container that is fully created, or answers NotFound.
+  Result<Container*> Find(const std::string& id) const;
+  // Drops a container on a later loop turn (never inside its own callback).
+  void DropLater(const std::string& id);
+
+  template <typename Resp>
+  using Responder = ttrpc::TypedResponder<Resp>;
+  using Empty = google::protobuf::Empty;
+
+  void CreateTask(const containerd::task::v2::CreateTaskRequest& r,
+                  Responder<containerd::task::v2::CreateTaskResponse> out);
+  void StartTask(const containerd::task::v2::StartRequest& r,
+                 Responder<containerd::task::v2::StartResponse> out);
+  void DeleteTask(const containerd::task::v2::DeleteRequest& r,
+                  Responder<containerd::task::v2::DeleteResponse> out);
+  void State(const containerd::task::v2::StateRequest& r,
+             Responder<containerd::task::v2::StateResponse> out);
+  void Pids(const containerd::task::v2::PidsRequest& r,
+            Responder<containerd::task::v2::PidsResponse> out);
+  void Pause(const containerd::task::v2::PauseRequest& r, Responder<Empty> out);
+  void Resume(const containerd::task::v2::ResumeRequest& r, Responder<Empty> out);
+  void Checkpoint(const containerd::task::v2::CheckpointTaskRequest& r, Responder<Empty> out);
+  void Kill(const containerd::task::v2::KillRequest& r, Responder<Empty> out);
+  void Exec(const containerd::task::v2::ExecProcessRequest& r, Responder<Empty> out);
+  void ResizePty(const containerd::task::v2::ResizePtyRequest& r, Responder<Empty> out);
+  void CloseIO(const containerd::task::v2::CloseIORequest& r, Responder<Empty> out);
+  void Update(const containerd::task::v2::UpdateTaskRequest& r, Responder<Empty> out);
+  void Wait(const containerd::task::v2::WaitRequest& r,
+            Responder<containerd::task::v2::WaitResponse> out);
+  void Stats(const containerd::task::v2::StatsRequest& r,
+             Responder<containerd::task::v2::StatsResponse> out);
+  void Connect(const containerd::task::v2::ConnectRequest& r,
+               Responder<containerd::task::v2::ConnectResponse> out);
+  void Shutdown(const containerd::task::v2::ShutdownRequest& r, Responder<Empty> out);
+
+  ShimContext& ctx_;
+  ResolveOptions resolve_;
+  std::function<void()> on_shutdown_;
+  // Every container, including one whose Create is still under way.
+  std::map<std::string, std::unique_ptr<Container>> containers_;
+  std::map<std::string, bool> creating_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace hull::shim

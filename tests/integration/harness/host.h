@@ -1,0 +1,54 @@
+// What integration tests ask of the host: whether they can run at all
+// (SkipReason), where the source and build trees are, and the leak checks a
+// test makes after tearing something down (mounts, processes, sockets, fds).
+// All functions read /proc and the filesystem afresh on each call.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace hull::itest {
+
+// "" when tests that need root and containerd can run here; otherwise why not
+// (not root, containerd/ctr/runc missing, no /proc).
+std::string SkipReason();
+
+// The source and build trees, from HULL_SOURCE_DIR / HULL_BINARY_DIR.
+std::string SourceDir();
+std::string BinaryDir();
+
+// The directory holding the built containerd-shim-hull-v2 (searched in the
+// build tree: ., shim/, bin/), or "" when it has not been built.
+std::string HullShimDir();
+
+// Mount points (from /proc/self/mountinfo, unescaped) at or under `prefix`,
+// in mountinfo order.
+std::vector<std::string> MountsUnder(const std::string& prefix);
+
+// Live processes (not zombies) whose NUL-separated cmdline, joined with
+// spaces, contains `cmdline_substring`. Never includes the caller.
+std::vector<pid_t> ProcessesMatching(const std::string& cmdline_substring);
+
+// Unix sockets (by file type) at any depth under `dir`.
+std::vector<std::string> SocketsUnder(const std::string& dir);
+
+// The fd numbers open in process `pid` (from /proc/<pid>/fd).
+std::vector<int> OpenFds(pid_t pid);
+
+// The paths of the named pipes (FIFOs) these processes have open, e.g. the
+// stdio FIFOs a shim holds for its containers.
+std::vector<std::string> NamedPipesOpenIn(const std::vector<pid_t>& pids);
+
+// True when the process exists and is not a zombie.
+bool ProcessAlive(pid_t pid);
+
+// Polls `condition` every `interval` until it holds or `timeout` passes.
+// Returns the last result. For conditions nothing can notify us about.
+bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
+               std::chrono::milliseconds interval = std::chrono::milliseconds(20));
+
+}  // namespace hull::itest

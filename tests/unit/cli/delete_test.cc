@@ -1,0 +1,138 @@
+// The delete action in process, with a fake force-delete and a fixed clock.
+
+#include "shim/cli/delete.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "containerd/task/v2/shim.pb.h"
+#include "shim/config/config.h"
+
+namespace hull::shim {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ForceDeleteCall {
+  int calls = 0;
+  RuntimeOptions options;
+  std::string ns, bundle, id;
+};
+
+class DeleteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/hull-delete-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    root_ = dir;
+    bundle_ = root_ / "bundle";
+    fs::create_directories(bundle_ / "rootfs");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  DeleteRequest Request(Status force_result = Status::Ok()) {
+    DeleteRequest req;
+    req.cmd.ns = "default";
+    req.cmd.id = "c1";
+    req.env.config_path = (root_ / "missing.toml").string();
+    req.bundle = bundle_.string();
+    req.force_delete = [this, force_result](const RuntimeOptions& o, const std::string& ns,
+                                            const std::string& bundle, const std::string& id) {
+      ++call_.calls;
+      call_.options = o;
+      call_.ns = ns;
+      call_.bundle = bundle;
+      call_.id = id;
+      return force_result;
+    };
+    req.now = [] { return timespec{1700000000, 123456789}; };
+    return req;
+  }
+
+  containerd::task::v2::DeleteResponse Decode(const std::string& bytes) {
+    containerd::task::v2::DeleteResponse response;
+    EXPECT_TRUE(response.ParseFromString(bytes));
+    return response;
+  }
+
+  fs::path root_;
+  fs::path bundle_;
+  ForceDeleteCall call_;
+};
+
+TEST_F(DeleteTest, ReportsInitPidKilledNow) {
+  std::ofstream(bundle_ / "init.pid") << "4321";
+  auto out = RunDelete(Request(), Logger::Null());
+  ASSERT_TRUE(out.has_value()) << out.error().ToString();
+  auto response = Decode(*out);
+  EXPECT_EQ(response.pid(), 4321u);
+  EXPECT_EQ(response.exit_status(), 137u);
+  EXPECT_EQ(response.exited_at().seconds(), 1700000000);
+  EXPECT_EQ(response.exited_at().nanos(), 123456789);
+  EXPECT_EQ(call_.calls, 1);
+  EXPECT_EQ(call_.ns, "default");
+  EXPECT_EQ(call_.id, "c1");
+  EXPECT_EQ(call_.bundle, bundle_.string());
+}
+
+TEST_F(DeleteTest, UsesTheConfigStoredInTheBundle) {
+  ShimConfig stored;
+  stored.runtime.binary_name = "crun";
+  stored.runtime.root = "/run/hull-crun";
+  ASSERT_TRUE(WriteBundleConfig(bundle_.string(), stored).ok());
+  ASSERT_TRUE(RunDelete(Request(), Logger::Null()).has_value());
+  EXPECT_EQ(call_.options.binary_name, "crun");
+  EXPECT_EQ(call_.options.root, "/run/hull-crun");
+}
+
+TEST_F(DeleteTest, FallsBackToTheConfigFileThenDefaults) {
+  std::ofstream(root_ / "hull.toml") << "runtime = \"crun\"\n";
+  DeleteRequest req = Request();
+  req.env.config_path = (root_ / "hull.toml").string();
+  ASSERT_TRUE(RunDelete(req, Logger::Null()).has_value());
+  EXPECT_EQ(call_.options.binary_name, "crun");
+
+  std::ofstream(root_ / "hull.toml") << "runtime = \n";  // broken: built-in defaults
+  ASSERT_TRUE(RunDelete(req, Logger::Null()).has_value());
+  EXPECT_EQ(call_.options.binary_name, "runc");
+}
+
+TEST_F(DeleteTest, ForceDeleteFailureIsOnlyLogged) {
+  auto out = RunDelete(Request(UnavailableError("runc: boom")), Logger::Null());
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(Decode(*out).exit_status(), 137u);
+}
+
+TEST_F(DeleteTest, NoPidFileMeansPidZero) {
+  std::ofstream(bundle_ / "init.pid") << "garbage";
+  auto out = RunDelete(Request(), Logger::Null());
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(Decode(*out).pid(), 0u);
+}
+
+TEST_F(DeleteTest, BundleAlreadyGoneStillSucceeds) {
+  fs::remove_all(bundle_);
+  auto out = RunDelete(Request(), Logger::Null());
+  ASSERT_TRUE(out.has_value()) << out.error().ToString();
+  EXPECT_EQ(Decode(*out).pid(), 0u);
+  EXPECT_EQ(call_.options.binary_name, "runc");
+  // And again: idempotent.
+  EXPECT_TRUE(RunDelete(Request(), Logger::Null()).has_value());
+}
+
+TEST_F(DeleteTest, NeedsNamespaceAndId) {
+  DeleteRequest req = Request();
+  req.cmd.ns.clear();
+  EXPECT_EQ(RunDelete(req, Logger::Null()).error().code(), Code::kInvalidArgument);
+  req = Request();
+  req.cmd.id.clear();
+  EXPECT_EQ(RunDelete(req, Logger::Null()).error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(call_.calls, 0);
+}
+
+}  // namespace
+}  // namespace hull::shim

@@ -1,0 +1,113 @@
+// Placing the server: cgroup moves against a directory laid out like
+// /sys/fs/cgroup, OOM score against a fake /proc, the sched-core prctl.
+
+#include "shim/cli/placement.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace hull::shim {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void Touch(const fs::path& path, const std::string& content = "") {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << content;
+}
+
+class PlacementTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/hull-placement-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    root_ = dir;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  MountInfo Hierarchy(const std::string& name, const std::string& type) {
+    MountInfo m;
+    m.mount_point = (root_ / name).string();
+    m.fs_type = type;
+    return m;
+  }
+
+  fs::path root_;
+};
+
+TEST_F(PlacementTest, CgroupV2) {
+  Touch(root_ / "unified/system.slice/shims/cgroup.procs");
+  std::vector<MountInfo> mounts = {Hierarchy("unified", "cgroup2")};
+  ASSERT_TRUE(MoveToCgroup(1234, "/system.slice/shims", mounts).ok());
+  EXPECT_EQ(Slurp(root_ / "unified/system.slice/shims/cgroup.procs"), "1234");
+}
+
+TEST_F(PlacementTest, CgroupV1EveryHierarchyThatHasThePath) {
+  Touch(root_ / "cpu/shims/cgroup.procs");
+  Touch(root_ / "memory/shims/cgroup.procs");
+  fs::create_directories(root_ / "pids");  // no "shims" here: skipped
+  std::vector<MountInfo> mounts = {Hierarchy("cpu", "cgroup"), Hierarchy("memory", "cgroup"),
+                                   Hierarchy("pids", "cgroup"), Hierarchy("tmp", "tmpfs")};
+  ASSERT_TRUE(MoveToCgroup(42, "shims", mounts).ok());
+  EXPECT_EQ(Slurp(root_ / "cpu/shims/cgroup.procs"), "42");
+  EXPECT_EQ(Slurp(root_ / "memory/shims/cgroup.procs"), "42");
+}
+
+TEST_F(PlacementTest, CgroupMissingEverywhereIsNotFound) {
+  fs::create_directories(root_ / "cpu");
+  std::vector<MountInfo> mounts = {Hierarchy("cpu", "cgroup")};
+  EXPECT_EQ(MoveToCgroup(42, "/nope", mounts).code(), Code::kNotFound);
+  EXPECT_EQ(MoveToCgroup(42, "/../etc", mounts).code(), Code::kInvalidArgument);
+}
+
+TEST_F(PlacementTest, OomScoreIsParentsPlusOneClamped) {
+  struct Case {
+    std::string parent;
+    std::string want;
+  };
+  for (const Case& c : {Case{"0\n", "1"}, Case{"-999\n", "-998"}, Case{"1000\n", "1000"},
+                        Case{"-1000", "-999"}}) {
+    Touch(root_ / "10/oom_score_adj", c.parent);
+    Touch(root_ / "20/oom_score_adj", "");
+    ASSERT_TRUE(AdjustOomScore(20, 10, root_.string()).ok());
+    EXPECT_EQ(Slurp(root_ / "20/oom_score_adj"), c.want) << c.parent;
+  }
+}
+
+TEST_F(PlacementTest, OomScoreErrors) {
+  EXPECT_EQ(AdjustOomScore(20, 10, root_.string()).code(), Code::kNotFound);
+  Touch(root_ / "10/oom_score_adj", "zero");
+  EXPECT_FALSE(AdjustOomScore(20, 10, root_.string()).ok());
+}
+
+TEST(SchedCoreTest, CreateSucceedsOrIsUnsupported) {
+  // In a child with its own process group, so the cookie touches nothing else.
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::_exit(CreateSchedCoreCookie().ok() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace hull::shim

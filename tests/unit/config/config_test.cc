@@ -1,0 +1,328 @@
+// ShimConfig from TOML and from containerd's options, and its copy in the
+// bundle.
+
+#include "shim/config/config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "containerd/runc/v1/options.pb.h"
+#include "google/protobuf/any.pb.h"
+#include "runtimeoptions/v1/options.pb.h"
+
+namespace hull::shim {
+namespace {
+
+namespace fs = std::filesystem;
+
+google::protobuf::Any RuncAny(const containerd::runc::v1::Options& options,
+                              std::string type_url = "containerd.runc.v1.Options") {
+  google::protobuf::Any any;
+  any.set_type_url(std::move(type_url));
+  any.set_value(options.SerializeAsString());
+  return any;
+}
+
+google::protobuf::Any RuntimeOptionsAny(const std::string& config_path, const std::string& body) {
+  runtimeoptions::v1::Options options;
+  options.set_type_url("io.containerd.hull.v2.options");
+  options.set_config_path(config_path);
+  options.set_config_body(body);
+  google::protobuf::Any any;
+  any.set_type_url("runtimeoptions.v1.Options");
+  any.set_value(options.SerializeAsString());
+  return any;
+}
+
+// Every key set to something other than its default.
+constexpr char kEveryKey[] = R"(
+runtime = "crun"
+root = "/run/hull/crun"
+systemd_cgroup = true
+no_pivot_root = true
+no_new_keyring = true
+io_uid = 1000
+io_gid = 4294967295
+shim_cgroup = "/system.slice/hull-shims"
+criu_path = "/usr/sbin/criu"
+criu_image_path = "/var/lib/hull/images"
+criu_work_path = "/var/lib/hull/work"
+log_level = "debug"
+)";
+
+ShimConfig EveryKey() {
+  ShimConfig c;
+  c.runtime.binary_name = "crun";
+  c.runtime.root = "/run/hull/crun";
+  c.runtime.systemd_cgroup = true;
+  c.runtime.no_pivot_root = true;
+  c.runtime.no_new_keyring = true;
+  c.io_uid = 1000;
+  c.io_gid = 4294967295u;
+  c.shim_cgroup = "/system.slice/hull-shims";
+  c.runtime.criu_path = "/usr/sbin/criu";
+  c.runtime.criu_image_path = "/var/lib/hull/images";
+  c.runtime.criu_work_path = "/var/lib/hull/work";
+  c.log_level = LogLevel::kDebug;
+  return c;
+}
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/hull-config-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    root_ = dir;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  std::string Write(const std::string& name, const std::string& text) {
+    std::ofstream(root_ / name) << text;
+    return (root_ / name).string();
+  }
+  fs::path root_;
+};
+
+TEST_F(ConfigTest, Defaults) {
+  ShimConfig c;
+  EXPECT_EQ(c.runtime.binary_name, "runc");
+  EXPECT_EQ(c.runtime.root, "");
+  EXPECT_FALSE(c.runtime.systemd_cgroup);
+  EXPECT_EQ(c.io_uid, 0u);
+  EXPECT_EQ(c.shim_cgroup, "");
+  EXPECT_EQ(c.log_level, LogLevel::kInfo);
+}
+
+TEST_F(ConfigTest, EveryKey) {
+  ShimConfig c;
+  Status s = ApplyToml(kEveryKey, "test", c);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(c, EveryKey());
+}
+
+TEST_F(ConfigTest, KeysPresentOverrideOthersStay) {
+  ShimConfig c = EveryKey();
+  ASSERT_TRUE(ApplyToml("runtime = \"runc\"\nsystemd_cgroup = false\n", "test", c).ok());
+  ShimConfig want = EveryKey();
+  want.runtime.binary_name = "runc";
+  want.runtime.systemd_cgroup = false;
+  EXPECT_EQ(c, want);
+  ASSERT_TRUE(ApplyToml("runtime = \"/usr/local/bin/crun\"", "test", c).ok());
+  EXPECT_EQ(c.runtime.binary_name, "/usr/local/bin/crun");
+}
+
+TEST_F(ConfigTest, BadInputIsInvalidArgumentAndChangesNothing) {
+  for (const char* text : {
+           "runtime = ",                        // syntax
+           "[unclosed",                         // syntax
+           "runtim = \"runc\"",                 // unknown key
+           "runtime = \"runc\"\nbogus = 1",     // unknown key after a good one
+           "[vm]\nmemory = 1",                  // section not (yet) known
+           "[sizing]\noverhead = 1",            // likewise
+           "systemd_cgroup = \"yes\"",          // type
+           "io_uid = -1",                       // range
+           "io_gid = 4294967296",               // range
+           "io_uid = 1.5",                      // type
+           "root = \"relative/path\"",          // not absolute
+           "criu_work_path = \"work\"",         // not absolute
+           "runtime = \"\"",                    // empty
+           "runtime = \"bin/runc\"",            // relative path
+           "log_level = \"loud\"",              // enum
+           "TypeUrl = \"x\"",                   // containerd's key outside config_body
+       }) {
+    ShimConfig c = EveryKey();
+    Status s = ApplyToml(text, "test", c);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << text;
+    EXPECT_EQ(c, EveryKey()) << text;
+  }
+}
+
+TEST_F(ConfigTest, ContainerdKeysAreIgnoredInConfigBody) {
+  ShimConfig c;
+  ASSERT_TRUE(ApplyToml("TypeUrl = \"x\"\nConfigPath = \"\"\nruntime = \"crun\"", "body", c,
+                        /*containerd_keys=*/true)
+                  .ok());
+  EXPECT_EQ(c.runtime.binary_name, "crun");
+}
+
+TEST_F(ConfigTest, TomlRoundTrip) {
+  ShimConfig back;
+  Status s = ApplyToml(ToToml(EveryKey()), "round trip", back);
+  ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << ToToml(EveryKey());
+  EXPECT_EQ(back, EveryKey());
+  // Defaults survive too (empty strings included).
+  ShimConfig defaults;
+  ShimConfig other = EveryKey();
+  ASSERT_TRUE(ApplyToml(ToToml(defaults), "round trip", other).ok());
+  EXPECT_EQ(other, defaults);
+}
+
+TEST_F(ConfigTest, ConfigFile) {
+  auto missing = LoadConfigFile((root_ / "missing.toml").string());
+  ASSERT_TRUE(missing.has_value());
+  EXPECT_EQ(*missing, ShimConfig());
+
+  auto good = LoadConfigFile(Write("good.toml", kEveryKey));
+  ASSERT_TRUE(good.has_value());
+  EXPECT_EQ(*good, EveryKey());
+
+  auto bad = LoadConfigFile(Write("bad.toml", "nope = 1"));
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code(), Code::kInvalidArgument);
+
+  EXPECT_EQ(ConfigFilePath(nullptr), "/etc/hull/config.toml");
+  EXPECT_EQ(ConfigFilePath(""), "/etc/hull/config.toml");
+  EXPECT_EQ(ConfigFilePath("/x.toml"), "/x.toml");
+}
+
+TEST_F(ConfigTest, RuncOptions) {
+  containerd::runc::v1::Options o;
+  o.set_binary_name("crun");
+  o.set_root("/run/r");
+  o.set_systemd_cgroup(true);
+  o.set_no_pivot_root(true);
+  o.set_no_new_keyring(true);
+  o.set_shim_cgroup("/shims");
+  o.set_io_uid(7);
+  o.set_io_gid(8);
+  o.set_criu_path("/c");
+  o.set_criu_image_path("/ci");
+  o.set_criu_work_path("/cw");
+  o.set_task_api_address("ignored");
+  ShimConfig c;
+  ASSERT_TRUE(ApplyOptions(RuncAny(o), c).ok());
+  EXPECT_EQ(c.runtime.binary_name, "crun");
+  EXPECT_EQ(c.runtime.root, "/run/r");
+  EXPECT_TRUE(c.runtime.systemd_cgroup);
+  EXPECT_TRUE(c.runtime.no_pivot_root);
+  EXPECT_TRUE(c.runtime.no_new_keyring);
+  EXPECT_EQ(c.shim_cgroup, "/shims");
+  EXPECT_EQ(c.io_uid, 7u);
+  EXPECT_EQ(c.io_gid, 8u);
+  EXPECT_EQ(c.runtime.criu_path, "/c");
+  EXPECT_EQ(c.runtime.criu_image_path, "/ci");
+  EXPECT_EQ(c.runtime.criu_work_path, "/cw");
+}
+
+TEST_F(ConfigTest, UnsetRuncFieldsKeepTheConfigFile) {
+  ShimConfig c = EveryKey();
+  ASSERT_TRUE(ApplyOptions(RuncAny(containerd::runc::v1::Options()), c).ok());
+  EXPECT_EQ(c, EveryKey());
+}
+
+TEST_F(ConfigTest, TypeUrlWithHostPrefix) {
+  containerd::runc::v1::Options o;
+  o.set_binary_name("crun");
+  ShimConfig c;
+  ASSERT_TRUE(ApplyOptions(RuncAny(o, "type.googleapis.com/containerd.runc.v1.Options"), c).ok());
+  EXPECT_EQ(c.runtime.binary_name, "crun");
+}
+
+TEST_F(ConfigTest, RuntimeOptionsConfigBody) {
+  ShimConfig c;
+  Status s = ApplyOptions(
+      RuntimeOptionsAny("", "TypeUrl = \"io.containerd.hull.v2.options\"\nruntime = \"crun\"\n"), c);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(c.runtime.binary_name, "crun");
+}
+
+TEST_F(ConfigTest, RuntimeOptionsConfigPathThenBody) {
+  std::string path = Write("handler.toml", "runtime = \"crun\"\nsystemd_cgroup = true\n");
+  ShimConfig c;
+  ASSERT_TRUE(ApplyOptions(RuntimeOptionsAny(path, ""), c).ok());
+  EXPECT_EQ(c.runtime.binary_name, "crun");
+  EXPECT_TRUE(c.runtime.systemd_cgroup);
+
+  c = ShimConfig();
+  ASSERT_TRUE(ApplyOptions(RuntimeOptionsAny(path, "runtime = \"runc\""), c).ok());
+  EXPECT_EQ(c.runtime.binary_name, "runc");  // the body is applied last
+  EXPECT_TRUE(c.runtime.systemd_cgroup);
+}
+
+TEST_F(ConfigTest, RuntimeOptionsErrors) {
+  ShimConfig c = EveryKey();
+  EXPECT_EQ(ApplyOptions(RuntimeOptionsAny("", "runtime = "), c).code(), Code::kInvalidArgument);
+  EXPECT_EQ(ApplyOptions(RuntimeOptionsAny("", "unknown_key = 1"), c).code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(ApplyOptions(RuntimeOptionsAny((root_ / "missing.toml").string(), ""), c).code(),
+            Code::kNotFound);
+  std::string bad = Write("bad.toml", "runtime = 3");
+  EXPECT_EQ(ApplyOptions(RuntimeOptionsAny(bad, ""), c).code(), Code::kInvalidArgument);
+  // A good config_path followed by a bad body changes nothing either.
+  std::string good = Write("good.toml", "runtime = \"runc\"");
+  EXPECT_EQ(ApplyOptions(RuntimeOptionsAny(good, "x = 1"), c).code(), Code::kInvalidArgument);
+  EXPECT_EQ(c, EveryKey());
+}
+
+TEST_F(ConfigTest, UnknownOrMalformedOptions) {
+  ShimConfig c;
+  google::protobuf::Any any;
+  any.set_type_url("io.containerd.runhcs.v1.Options");
+  EXPECT_EQ(ApplyOptions(any, c).code(), Code::kInvalidArgument);
+  any.set_type_url("containerd.runc.v1.Options");
+  any.set_value("\xff\xff\xff");
+  EXPECT_EQ(ApplyOptions(any, c).code(), Code::kInvalidArgument);
+  any.set_type_url("runtimeoptions.v1.Options");
+  EXPECT_EQ(ApplyOptions(any, c).code(), Code::kInvalidArgument);
+  EXPECT_EQ(c, ShimConfig());
+  // An empty Any is "no options".
+  EXPECT_TRUE(ApplyOptions(google::protobuf::Any(), c).ok());
+}
+
+TEST_F(ConfigTest, ResolveConfig) {
+  std::string path = Write("config.toml", "runtime = \"crun\"\nio_uid = 5\n");
+  containerd::runc::v1::Options o;
+  o.set_binary_name("runc");
+  auto any = RuncAny(o);
+  auto c = ResolveConfig(path, &any);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->runtime.binary_name, "runc");
+  EXPECT_EQ(c->io_uid, 5u);
+  c = ResolveConfig(path, nullptr);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->runtime.binary_name, "crun");
+}
+
+TEST_F(ConfigTest, BundleCopy) {
+  fs::create_directories(root_ / "bundle");
+  std::string bundle = (root_ / "bundle").string();
+  EXPECT_EQ(ReadBundleConfig(bundle).error().code(), Code::kNotFound);
+  ASSERT_TRUE(WriteBundleConfig(bundle, EveryKey()).ok());
+  struct stat st;
+  ASSERT_EQ(::stat((root_ / "bundle/hull-config.toml").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto back = ReadBundleConfig(bundle);
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(*back, EveryKey());
+}
+
+TEST_F(ConfigTest, ContainerConfigForTheServer) {
+  fs::create_directories(root_ / "bundle");
+  std::string bundle = (root_ / "bundle").string();
+  std::string config_file = Write("config.toml", "runtime = \"crun\"");
+  // Nothing stored, no options: the config file.
+  auto c = ResolveContainerConfig(google::protobuf::Any(), bundle, config_file);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->runtime.binary_name, "crun");
+  // Stored by `start`: that.
+  ShimConfig stored;
+  stored.runtime.binary_name = "/opt/runc";
+  ASSERT_TRUE(WriteBundleConfig(bundle, stored).ok());
+  c = ResolveContainerConfig(google::protobuf::Any(), bundle, config_file);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->runtime.binary_name, "/opt/runc");
+  // Options in the request: resolved from them over the config file.
+  containerd::runc::v1::Options o;
+  o.set_systemd_cgroup(true);
+  c = ResolveContainerConfig(RuncAny(o), bundle, config_file);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->runtime.binary_name, "crun");
+  EXPECT_TRUE(c->runtime.systemd_cgroup);
+}
+
+}  // namespace
+}  // namespace hull::shim

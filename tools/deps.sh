@@ -1,0 +1,33 @@
+# Sourced by tools/test and tools/demo: installs the Debian packages hull's
+# build, tests and demo need. Idempotent and quiet when everything is there.
+# Everything comes from Debian's archive; nothing is downloaded otherwise.
+
+HULL_PACKAGES=(
+  build-essential cmake ninja-build pkg-config clang-format
+  libprotobuf-dev protobuf-compiler libevent-dev nlohmann-json3-dev
+  libseccomp-dev libcap-dev libspdlog-dev libfmt-dev googletest libgtest-dev libgmock-dev
+  libtomlplusplus-dev
+  containerd runc crun criu containernetworking-plugins busybox-static
+  iproute2 procps psmisc util-linux
+)
+
+hull_install_deps() {
+  local missing=()
+  local p
+  for p in "${HULL_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing packages (run as root to install): ${missing[*]}" >&2
+    return 1
+  fi
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null || return 1
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || return 1
+  # The containerd package may start a system-wide daemon where an init system
+  # runs; hull's tests use their own private one and never that.
+}

@@ -1,0 +1,164 @@
+#include <sys/socket.h>
+
+#include <utility>
+
+#include "ttrpc/framed_connection_internal.h"
+
+namespace hull::ttrpc::internal {
+namespace {
+
+// Minimum room offered to each recv(); the decoder's buffer grows past it for
+// large frames.
+constexpr size_t kReadChunk = 16 * 1024;
+// Bound on recv() calls per readiness event, so one busy peer cannot starve
+// the others on the loop.
+constexpr int kMaxReadsPerEvent = 16;
+// A peer that sends requests but does not read the replies stops being read
+// once this much output waits for it; reading resumes when it has drained.
+constexpr size_t kPauseReadingAt = 8u << 20;
+// Compaction thresholds of the output buffer.
+constexpr size_t kCompactOutputAt = 64 * 1024;
+
+}  // namespace
+
+Result<std::shared_ptr<FramedConnection>> FramedConnection::Create(EventLoop& loop, UniqueFd fd,
+                                                                   Callbacks callbacks) {
+  HULL_RETURN_IF_ERROR(SetNonBlocking(fd.get()));
+  auto conn = std::make_shared<FramedConnection>(loop, std::move(fd), std::move(callbacks));
+  conn->UpdateReadWatch();
+  return conn;
+}
+
+FramedConnection::FramedConnection(EventLoop& loop, UniqueFd fd, Callbacks callbacks)
+    : loop_(loop), fd_(std::move(fd)), callbacks_(std::move(callbacks)) {}
+
+FramedConnection::~FramedConnection() = default;
+
+void FramedConnection::UpdateReadWatch() {
+  bool want = state_ == State::kOpen && !read_paused_;
+  if (want && !read_watch_.active()) {
+    // The watch holds a raw pointer: it is dropped with (or before) this object.
+    read_watch_ = loop_.WatchFd(fd_.get(), kReadable, [this](uint32_t) { OnReadable(); });
+  } else if (!want) {
+    read_watch_.Reset();
+  }
+}
+
+void FramedConnection::OnReadable() {
+  auto self = shared_from_this();  // on_frame may drop the owner's reference
+  corked_ = true;
+  for (int i = 0; i < kMaxReadsPerEvent && state_ == State::kOpen && !read_paused_; ++i) {
+    std::span<char> room = decoder_.PrepareAppend(kReadChunk);
+    ssize_t n = ::recv(fd_.get(), room.data(), room.size(), MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      Fail(ErrnoError("ttrpc: read"));
+      break;
+    }
+    if (n == 0) {
+      Fail(decoder_.mid_frame()
+               ? UnavailableError("ttrpc: connection closed in the middle of a frame")
+               : UnavailableError("ttrpc: closed"));
+      break;
+    }
+    decoder_.CommitAppend(static_cast<size_t>(n));
+    while (state_ == State::kOpen) {
+      std::optional<Frame> frame = decoder_.Next();
+      if (!frame) break;
+      callbacks_.on_frame(std::move(*frame));
+    }
+    if (static_cast<size_t>(n) < room.size()) break;  // drained the socket
+  }
+  corked_ = false;
+  if (state_ != State::kClosed && pending_output() > 0) Flush();
+}
+
+void FramedConnection::Send(uint32_t stream_id, MessageType type, uint8_t flags,
+                            std::string_view body) {
+  if (state_ != State::kOpen) return;
+  AppendFrame(&out_, stream_id, type, flags, body);
+  if (!corked_ && !write_watch_.active()) Flush();
+  if (state_ == State::kOpen && !read_paused_ && pending_output() > kPauseReadingAt) {
+    read_paused_ = true;
+    UpdateReadWatch();
+  }
+}
+
+void FramedConnection::Flush() {
+  while (pending_output() > 0) {
+    ssize_t n =
+        ::send(fd_.get(), out_.data() + out_pos_, pending_output(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      Fail(ErrnoError("ttrpc: write"));
+      return;
+    }
+    out_pos_ += static_cast<size_t>(n);
+  }
+  if (pending_output() == 0) {
+    out_.clear();
+    out_pos_ = 0;
+    if (out_.capacity() > kCompactOutputAt) out_.shrink_to_fit();
+    write_watch_.Reset();
+    if (read_paused_) {
+      read_paused_ = false;
+      UpdateReadWatch();
+    }
+    if (state_ == State::kDraining) FinishDrain();
+    return;
+  }
+  if (out_pos_ > kCompactOutputAt && out_pos_ > out_.size() / 2) {
+    out_.erase(0, out_pos_);
+    out_pos_ = 0;
+  }
+  if (!write_watch_.active()) {
+    write_watch_ = loop_.WatchFd(fd_.get(), kWritable, [this](uint32_t) { OnWritable(); });
+  }
+}
+
+void FramedConnection::OnWritable() {
+  auto self = shared_from_this();
+  Flush();
+}
+
+void FramedConnection::CloseAfterFlush() {
+  if (state_ != State::kOpen) return;
+  state_ = State::kDraining;
+  UpdateReadWatch();
+  if (pending_output() == 0) FinishDrain();
+}
+
+void FramedConnection::FinishDrain() {
+  Fail(Status::Ok());
+}
+
+void FramedConnection::Close() {
+  state_ = State::kClosed;
+  callbacks_.on_closed = nullptr;
+  read_watch_.Reset();
+  write_watch_.Reset();
+  fd_.reset();
+}
+
+void FramedConnection::Fail(Status why) {
+  if (state_ == State::kClosed) return;
+  state_ = State::kClosed;
+  read_watch_.Reset();
+  write_watch_.Reset();
+  fd_.reset();
+  out_.clear();
+  out_.shrink_to_fit();
+  out_pos_ = 0;
+  // Reported on a later turn so that no owner method is re-entered.
+  loop_.Post([weak = weak_from_this(), why = std::move(why)] {
+    auto self = weak.lock();
+    if (self == nullptr || self->callbacks_.on_closed == nullptr) return;
+    auto on_closed = std::move(self->callbacks_.on_closed);
+    self->callbacks_.on_closed = nullptr;
+    on_closed(why);
+  });
+}
+
+}  // namespace hull::ttrpc::internal

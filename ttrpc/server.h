@@ -1,0 +1,124 @@
+// ttrpc::Server: serves unary ttrpc methods on unix sockets, on the loop.
+// Many connections, many calls in flight per connection; a handler may answer
+// later through its Responder, and replies go out in completion order.
+// The Server owns its listeners and connections; it must outlive the loop
+// callbacks it registered, so destroy it outside its own handlers (use
+// Shutdown, whose `done` runs on a loop turn of its own). Loop thread only.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/event_loop.h"
+#include "base/status.h"
+#include "base/unique_fd.h"
+#include "ttrpc/call.h"
+
+namespace hull::ttrpc {
+
+namespace internal {
+class ServerConnection;
+class ServiceTable;
+}  // namespace internal
+
+struct ServerOptions {
+  // Close, with no reply, connections whose peer's effective uid or gid (by
+  // SO_PEERCRED) differ from this process's, as containerd's shims do.
+  bool require_same_user = true;
+  // How long Shutdown waits for calls in flight before failing them with
+  // Unavailable.
+  std::chrono::nanoseconds shutdown_grace = std::chrono::seconds(5);
+  int listen_backlog = 64;
+  // Told about what the server handles by itself but the owner may want to
+  // log: refused peers, failing accept(). Optional.
+  std::function<void(const Status&)> on_error;
+};
+
+class Server {
+ public:
+  explicit Server(EventLoop& loop, ServerOptions options = {});
+  // Closes every listener and connection now; no callback follows.
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // `service` is the full proto name ("containerd.task.v2.Task"), `method`
+  // the bare rpc name ("Create"). Registering again replaces the handler.
+  void Register(std::string service, std::string method, Handler handler);
+
+  // Typed form: the payload is parsed into Req (InvalidArgument if it does not
+  // parse) and the reply serialized from Resp. Template arguments are given
+  // explicitly: RegisterUnary<CreateTaskRequest, CreateTaskResponse>(...).
+  template <LiteMessage Req, LiteMessage Resp>
+  void RegisterUnary(std::string service, std::string method,
+                     std::function<void(const CallContext&, Req, TypedResponder<Resp>)> handler);
+
+  // Binds and listens on a unix socket (a path, `unix://path`, or `@abstract`).
+  // The socket file is left in place when the server stops; its owner removes it.
+  Status Listen(std::string_view address);
+  // Accepts on an inherited listening socket (the shim's fd 3); made
+  // nonblocking and close-on-exec.
+  Status Serve(UniqueFd listener);
+  // Serves one already connected socket (a socketpair end, an accepted fd).
+  // The peer-credential check applies as to accepted connections.
+  Status ServeConnection(UniqueFd connection);
+
+  // Stops accepting; lets calls in flight finish (and keeps serving their
+  // connections meanwhile, as Go does); closes each connection once it has
+  // no call in flight and its replies are written. After `shutdown_grace`
+  // the calls still in flight are failed with Unavailable. `done` runs on a
+  // later loop turn once every connection is closed. May be called again;
+  // each `done` runs once.
+  void Shutdown(std::function<void()> done);
+
+  size_t connection_count() const { return connections_.size(); }
+
+ private:
+  struct Listener {
+    UniqueFd fd;
+    EventHandle watch;
+    EventHandle backoff;  // re-arms `watch` after running out of descriptors
+  };
+
+  void WatchListener(Listener* listener);
+  void OnAcceptable(Listener* listener);
+  void AddConnection(UniqueFd fd);
+  void OnConnectionClosed(internal::ServerConnection* conn);
+  void OnShutdownGraceExpired();
+  void MaybeFinishShutdown();
+  void ReportError(const Status& status) const;
+
+  EventLoop& loop_;
+  ServerOptions options_;
+  std::unique_ptr<internal::ServiceTable> services_;
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  std::unordered_map<internal::ServerConnection*, std::shared_ptr<internal::ServerConnection>>
+      connections_;
+  bool shutting_down_ = false;
+  std::vector<std::function<void()>> shutdown_done_;
+  EventHandle shutdown_timer_;
+};
+
+template <LiteMessage Req, LiteMessage Resp>
+void Server::RegisterUnary(
+    std::string service, std::string method,
+    std::function<void(const CallContext&, Req, TypedResponder<Resp>)> handler) {
+  Register(std::move(service), std::move(method),
+           [handler = std::move(handler)](const CallContext& context, std::string payload,
+                                          Responder responder) {
+             Req request;
+             if (!request.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+               responder.Fail(InvalidArgumentError("ttrpc: error unmarshalling payload for " +
+                                                   std::string(context.method)));
+               return;
+             }
+             handler(context, std::move(request), TypedResponder<Resp>(std::move(responder)));
+           });
+}
+
+}  // namespace hull::ttrpc
