@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "base/file_util.h"
+#include "base/spawn.h"
 #include "containerd/events/task.pb.h"
 #include "containerd/runc/v1/options.pb.h"
 #include "oci/spec.h"
@@ -34,7 +35,7 @@ containerd::v1::types::Status StatusEnum(ProcessState state) {
 
 }  // namespace
 
-Container::Container(ShimContext& ctx, std::string id, std::string bundle, ContainerOptions options)
+Container::Container(ShimContext& ctx, std::string id, std::string bundle, ShimConfig options)
     : ctx_(ctx), id_(std::move(id)), bundle_(std::move(bundle)), options_(std::move(options)) {}
 
 Container::~Container() { *alive_ = false; }

@@ -14,17 +14,11 @@
 
 #include "containerd/task/v2/shim.pb.h"
 #include "shim/backend/backend.h"
+#include "shim/config/config.h"
 #include "shim/context.h"
 #include "shim/process.h"
 
 namespace hull::shim {
-
-// What Create needs beyond containerd's request: the resolved runtime options.
-struct ContainerOptions {
-  RuntimeOptions runtime;
-  uint32_t io_uid = 0;
-  uint32_t io_gid = 0;
-};
 
 class Container {
  public:
@@ -32,7 +26,7 @@ class Container {
   using Reply = std::function<void(Result<T>)>;
   using Done = std::function<void(Status)>;
 
-  Container(ShimContext& ctx, std::string id, std::string bundle, ContainerOptions options);
+  Container(ShimContext& ctx, std::string id, std::string bundle, ShimConfig options);
   ~Container();
 
   // Mounts the rootfs, sets up the init's stdio and runs the backend's
@@ -83,7 +77,7 @@ class Container {
   ShimContext& ctx_;
   std::string id_;
   std::string bundle_;
-  ContainerOptions options_;
+  ShimConfig options_;
   bool rootfs_mounted_ = false;
   bool shares_pid_namespace_ = false;  // no pid namespace of its own
   std::unique_ptr<Backend> backend_;

@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   }
   if (cmd->ns.empty()) return ReportFailure(hull::InvalidArgumentError("-namespace is required"));
   ServerArgs server_args = MakeServerArgs(*cmd, env, CurrentDirectory());
-  WarnUnknownFlags(*cmd, OpenBundleLog(server_args.bundle, cmd->debug));
+  if (!cmd->unknown_flags.empty()) {
+    WarnUnknownFlags(*cmd, OpenBundleLog(server_args.bundle, cmd->debug));
+  }
   return RunServer(server_args);
 }

@@ -7,6 +7,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "base/event_loop.h"
 #include "base/logging.h"
 #include "base/reaper.h"
@@ -80,8 +82,9 @@ int RunServer(const ServerArgs& args) {
 
   TaskService tasks(
       ctx,
-      [&args](const google::protobuf::Any& options, const std::string& bundle) {
-        return ResolveContainerOptions(options, bundle, args.ns);
+      [config_path = ConfigFilePath(std::getenv(std::string(kConfigPathEnv).c_str()))](
+          const google::protobuf::Any& options, const std::string& bundle) {
+        return ResolveContainerConfig(options, bundle, config_path);
       },
       stop);
   tasks.RegisterWith(server);

@@ -11,14 +11,21 @@ namespace {
 
 constexpr const char* kServices[] = {"containerd.task.v2.Task", "containerd.task.v3.Task"};
 
-// Answers a Responder<Empty> from a Status.
+// Responders are move-only; the callbacks that carry them are std::function,
+// which must be copyable, so they carry a shared handle instead.
 template <typename Resp>
-auto Answer(ttrpc::TypedResponder<Resp> out) {
-  return [out = std::move(out)](Status status) mutable {
+std::shared_ptr<ttrpc::TypedResponder<Resp>> Share(ttrpc::TypedResponder<Resp> out) {
+  return std::make_shared<ttrpc::TypedResponder<Resp>>(std::move(out));
+}
+
+// A callback answering a Responder<Empty> from a Status.
+template <typename Resp>
+auto Answer(ttrpc::TypedResponder<Resp> responder) {
+  return [out = Share(std::move(responder))](Status status) {
     if (status.ok()) {
-      out.Reply(Resp());
+      out->Reply(Resp());
     } else {
-      out.Fail(std::move(status));
+      out->Fail(std::move(status));
     }
   };
 }
@@ -93,28 +100,28 @@ void TaskService::CreateTask(const tv2::CreateTaskRequest& r,
   containers_.emplace(id, std::move(container));
   creating_[id] = true;
   std::weak_ptr<bool> alive = alive_;
-  c->Create(r, [this, alive, id, out = std::move(out)](Result<pid_t> pid) mutable {
+  c->Create(r, [this, alive, id, out = Share(std::move(out))](Result<pid_t> pid) {
     if (alive.expired()) return;
     creating_.erase(id);
     if (!pid) {
       ctx_.log.Error("{}", pid.error().ToString());
       DropLater(id);
-      return out.Fail(pid.error());
+      return out->Fail(pid.error());
     }
     ctx_.log.Info("created container {} with pid {}", id, *pid);
     tv2::CreateTaskResponse response;
     response.set_pid(static_cast<uint32_t>(*pid));
-    out.Reply(response);
+    out->Reply(response);
   });
 }
 
 void TaskService::StartTask(const tv2::StartRequest& r, Responder<tv2::StartResponse> out) {
   HULL_ASSIGN_OR_ANSWER(Container * c, Find(r.id()), out.Fail);
-  c->Start(r.exec_id(), [out = std::move(out)](Result<pid_t> pid) mutable {
-    if (!pid) return out.Fail(pid.error());
+  c->Start(r.exec_id(), [out = Share(std::move(out))](Result<pid_t> pid) {
+    if (!pid) return out->Fail(pid.error());
     tv2::StartResponse response;
     response.set_pid(static_cast<uint32_t>(*pid));
-    out.Reply(response);
+    out->Reply(response);
   });
 }
 
@@ -122,13 +129,13 @@ void TaskService::DeleteTask(const tv2::DeleteRequest& r, Responder<tv2::DeleteR
   HULL_ASSIGN_OR_ANSWER(Container * c, Find(r.id()), out.Fail);
   std::weak_ptr<bool> alive = alive_;
   c->Delete(r.exec_id(), [this, alive, c, id = r.id(),
-                          out = std::move(out)](Result<tv2::DeleteResponse> response) mutable {
-    if (!response) return out.Fail(response.error());
+                          out = Share(std::move(out))](Result<tv2::DeleteResponse> response) {
+    if (!response) return out->Fail(response.error());
     if (!alive.expired() && c->deleted()) {
       ctx_.log.Info("deleted container {}", id);
       DropLater(id);
     }
-    out.Reply(*response);
+    out->Reply(*response);
   });
 }
 
@@ -141,9 +148,9 @@ void TaskService::State(const tv2::StateRequest& r, Responder<tv2::StateResponse
 
 void TaskService::Pids(const tv2::PidsRequest& r, Responder<tv2::PidsResponse> out) {
   HULL_ASSIGN_OR_ANSWER(Container * c, Find(r.id()), out.Fail);
-  c->Pids([out = std::move(out)](Result<tv2::PidsResponse> response) mutable {
-    if (!response) return out.Fail(response.error());
-    out.Reply(*response);
+  c->Pids([out = Share(std::move(out))](Result<tv2::PidsResponse> response) {
+    if (!response) return out->Fail(response.error());
+    out->Reply(*response);
   });
 }
 
@@ -216,11 +223,11 @@ void TaskService::Wait(const tv2::WaitRequest& r, Responder<tv2::WaitResponse> o
 
 void TaskService::Stats(const tv2::StatsRequest& r, Responder<tv2::StatsResponse> out) {
   HULL_ASSIGN_OR_ANSWER(Container * c, Find(r.id()), out.Fail);
-  c->Stats([out = std::move(out)](Result<google::protobuf::Any> stats) mutable {
-    if (!stats) return out.Fail(stats.error());
+  c->Stats([out = Share(std::move(out))](Result<google::protobuf::Any> stats) {
+    if (!stats) return out->Fail(stats.error());
     tv2::StatsResponse response;
     *response.mutable_stats() = std::move(*stats);
-    out.Reply(response);
+    out->Reply(response);
   });
 }
 

@@ -21,7 +21,7 @@ class TaskService {
   // Turns CreateTaskRequest.options (may be empty) into the container's
   // options, given its bundle. A seam: the server passes hull's config loader.
   using ResolveOptions =
-      std::function<Result<ContainerOptions>(const google::protobuf::Any& options,
+      std::function<Result<ShimConfig>(const google::protobuf::Any& options,
                                              const std::string& bundle)>;
 
   // `on_shutdown` runs when a Shutdown call finds no container left.

@@ -31,3 +31,22 @@ hull_install_deps() {
   # The containerd package may start a system-wide daemon where an init system
   # runs; hull's tests use their own private one and never that.
 }
+
+# crun 1.8 refuses to run on a hybrid cgroup host whose cgroup2 hierarchy
+# still has controllers ("cgroups in hybrid mode not supported, drop all
+# controllers from cgroupv2"). On these machines hugetlb is left to cgroup2
+# although no cgroup2 group uses it; binding it to a v1 hierarchy of its own,
+# like every other controller here, gives the plain hybrid layout runc and
+# crun both support. Idempotent; does nothing on a pure v1 or v2 host.
+hull_prepare_cgroups() {
+  local unified=/sys/fs/cgroup/unified
+  [ -f "$unified/cgroup.controllers" ] || return 0
+  [ "$(id -u)" -eq 0 ] || return 0
+  local c
+  for c in $(cat "$unified/cgroup.controllers"); do
+    [ -n "$(cat "$unified/cgroup.subtree_control")" ] && return 0
+    mkdir -p "/sys/fs/cgroup/$c" &&
+      mount -t cgroup -o "$c" cgroup "/sys/fs/cgroup/$c" 2>/dev/null ||
+      echo "note: could not bind cgroup controller $c to v1; crun may refuse this host" >&2
+  done
+}

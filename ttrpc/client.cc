@@ -185,7 +185,7 @@ Result<std::unique_ptr<Client>> Client::FromFd(EventLoop& loop, UniqueFd connect
 }
 
 Client::~Client() {
-  conn_->Close();
+  conn_->Abandon();
 }
 
 void Client::Call(std::string service, std::string method, std::string payload, CallOptions options,

@@ -4,6 +4,7 @@
 // then measures unary Echo calls (100-byte payload) with 1 and 16 calls in
 // flight, and reads the server's /proc/<pid>/smaps_rollup. Single thread per
 // process; prints a table.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -125,7 +126,10 @@ int Drive(int calls) {
   }
   pid_t server = ::fork();
   if (server == 0) {
-    if (::dup2(listener.get(), 3) != 3) _exit(127);
+    // dup2 onto itself would keep FD_CLOEXEC; clear it explicitly then.
+    if (listener.get() == 3 ? ::fcntl(3, F_SETFD, 0) != 0 : ::dup2(listener.get(), 3) != 3) {
+      _exit(127);
+    }
     ::execl("/proc/self/exe", "bench_ttrpc", "--serve", static_cast<char*>(nullptr));
     _exit(127);
   }

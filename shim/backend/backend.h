@@ -83,6 +83,8 @@ class Backend {
 
   // Creates the container (runtime `create`): on success the init's pid is in
   // `pid_file`. A runtime failure carries the runtime's own error message.
+  // With `checkpoint` set nothing runs yet (the backend keeps its own copies
+  // of the stdio descriptors): Start restores, and the pid file appears then.
   virtual void Create(const CreateRequest& req, Done done) = 0;
   // Starts the init (runtime `start`), or restores it when Create was given a
   // checkpoint.

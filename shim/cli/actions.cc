@@ -5,10 +5,10 @@
 
 #include "shim/cli/bundle_log.h"
 #include "shim/cli/delete.h"
+#include "shim/cli/fd_io.h"
 #include "shim/cli/info.h"
 #include "shim/cli/start.h"
 #include "shim/cli/version.h"
-#include "shim/cli/fd_io.h"
 
 namespace hull::shim {
 namespace {

@@ -2,9 +2,9 @@
 
 #include <charconv>
 
+#include "base/file_util.h"
 #include "containerd/task/v2/shim.pb.h"
 #include "shim/config/config.h"
-#include "base/file_util.h"
 #include "shim/mount/mount.h"
 
 namespace hull::shim {
@@ -42,7 +42,8 @@ ShimConfig LoadConfig(const DeleteRequest& req, const Logger& log) {
 Result<std::string> RunDelete(const DeleteRequest& req, const Logger& log) {
   if (req.cmd.ns.empty()) return InvalidArgumentError("-namespace is required");
   if (req.cmd.id.empty()) return InvalidArgumentError("-id is required");
-  if (req.bundle.empty()) return InvalidArgumentError("no bundle (-bundle or the working directory)");
+  if (req.bundle.empty())
+    return InvalidArgumentError("no bundle (-bundle or the working directory)");
 
   ShimConfig config = LoadConfig(req, log);
   if (req.force_delete) {

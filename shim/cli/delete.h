@@ -18,7 +18,7 @@
 namespace hull::shim {
 
 struct DeleteRequest {
-  CommandLine cmd;     // ApplyEnvironmentDefaults already applied
+  CommandLine cmd;  // ApplyEnvironmentDefaults already applied
   Environment env;
   std::string bundle;  // -bundle, else the working directory
   // The backend's blocking force-delete (a seam: main passes ForceDelete).

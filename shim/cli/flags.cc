@@ -49,7 +49,9 @@ Result<bool> ParseBool(std::string_view flag, std::string_view value) {
                               std::string(flag));
 }
 
-bool IsActionWord(std::string_view arg) { return arg == "start" || arg == "delete"; }
+bool IsActionWord(std::string_view arg) {
+  return arg == "start" || arg == "delete";
+}
 
 }  // namespace
 

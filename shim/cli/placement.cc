@@ -74,8 +74,8 @@ Status AdjustOomScore(pid_t child, pid_t parent, const std::string& proc) {
     return InternalError(parent_path + ": not a number: \"" + text + "\"");
   }
   score = std::clamp(score + 1, -1000, 1000);
-  Status status =
-      WriteExistingFile(proc + "/" + std::to_string(child) + "/oom_score_adj", std::to_string(score));
+  Status status = WriteExistingFile(proc + "/" + std::to_string(child) + "/oom_score_adj",
+                                    std::to_string(score));
   if (status.code() == Code::kPermissionDenied) return Status::Ok();
   return status;
 }

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/file_util.h"
 #include "base/spawn.h"
 #include "containerd/runtime/bootstrap/v1/bootstrap.pb.h"
 #include "oci/spec.h"
@@ -15,7 +16,6 @@
 #include "shim/cli/shim_socket.h"
 #include "shim/cli/socket_address.h"
 #include "shim/config/config.h"
-#include "base/file_util.h"
 #include "shim/config/start_input.h"
 #include "shim/mount/mountinfo.h"
 
@@ -63,8 +63,8 @@ Status WriteAddressFile(const std::string& bundle, const std::string& address) {
 
 // The server's argv: what containerd's shim library passes its own server.
 std::vector<std::string> ServerArgv(const StartRequest& req, bool debug) {
-  std::vector<std::string> argv = {req.self_exe,  "-namespace", req.cmd.ns,     "-id",
-                                   req.cmd.id,    "-address",   req.cmd.address};
+  std::vector<std::string> argv = {req.self_exe, "-namespace", req.cmd.ns,     "-id",
+                                   req.cmd.id,   "-address",   req.cmd.address};
   if (!req.cmd.publish_binary.empty()) {
     argv.insert(argv.end(), {"-publish-binary", req.cmd.publish_binary});
   }
@@ -87,8 +87,8 @@ std::optional<std::vector<std::string>> ServerEnv(const StartRequest& req,
 }
 
 bool WantsDebug(const StartRequest& req, const std::optional<BootstrapParams>& bootstrap) {
-  return req.cmd.debug ||
-         (bootstrap && bootstrap->log_level() <= containerd::runtime::bootstrap::v1::LOG_LEVEL_DEBUG);
+  return req.cmd.debug || (bootstrap && bootstrap->log_level() <=
+                                            containerd::runtime::bootstrap::v1::LOG_LEVEL_DEBUG);
 }
 
 }  // namespace

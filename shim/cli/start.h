@@ -14,7 +14,7 @@
 namespace hull::shim {
 
 struct StartRequest {
-  CommandLine cmd;         // ApplyEnvironmentDefaults already applied
+  CommandLine cmd;  // ApplyEnvironmentDefaults already applied
   Environment env;
   std::string bundle;      // the working directory containerd gave `start`
   std::string stdin_data;  // all of stdin

@@ -2,10 +2,10 @@
 
 #include <string>
 
+#include "base/file_util.h"
 #include "containerd/runc/v1/options.pb.h"
 #include "google/protobuf/any.pb.h"
 #include "runtimeoptions/v1/options.pb.h"
-#include "base/file_util.h"
 
 namespace hull::shim {
 namespace {

@@ -5,10 +5,8 @@
 #define TOML_EXCEPTIONS 0
 #include <toml++/toml.h>
 
-#include <algorithm>
-#include <array>
 #include <limits>
-#include <span>
+#include <optional>
 #include <sstream>
 
 #include "shim/config/config.h"
@@ -50,8 +48,7 @@ Result<uint32_t> GetUint32(const toml::node& node, std::string_view origin, std:
 }
 
 // An absolute path, or empty for "the default".
-Result<std::string> GetPath(const toml::node& node, std::string_view origin,
-                            std::string_view key) {
+Result<std::string> GetPath(const toml::node& node, std::string_view origin, std::string_view key) {
   HULL_ASSIGN_OR_RETURN(std::string path, GetString(node, origin, key));
   if (!path.empty() && path.front() != '/') {
     return Invalid(origin, node, std::string(key) + ": expected an absolute path");
@@ -90,93 +87,62 @@ std::string_view LogLevelName(LogLevel level) {
   return "info";
 }
 
-// One config key: its name and how a TOML value lands in the config.
-struct Key {
-  std::string_view name;
-  Status (*apply)(const toml::node& node, std::string_view origin, std::string_view name,
-                  ShimConfig& config);
-};
-
-// Reads the value with `Read` and stores it where `Field(config)` refers.
-template <auto Read, auto Field>
-Status Set(const toml::node& node, std::string_view origin, std::string_view name,
-           ShimConfig& config) {
-  auto value = Read(node, origin, name);
+// Stores a value read from TOML into its field, or passes the error on.
+template <typename T>
+Status Assign(Result<T> value, T& field) {
   if (!value) return value.error();
-  Field(config) = std::move(*value);
+  field = std::move(*value);
   return Status::Ok();
 }
 
-// The top-level keys. docs/config.md describes each one; keep them in step.
-constexpr Key kTopLevelKeys[] = {
-    {"runtime", Set<GetRuntime, [](ShimConfig& c) -> auto& { return c.runtime.binary_name; }>},
-    {"root", Set<GetPath, [](ShimConfig& c) -> auto& { return c.runtime.root; }>},
-    {"systemd_cgroup", Set<GetBool, [](ShimConfig& c) -> auto& { return c.runtime.systemd_cgroup; }>},
-    {"no_pivot_root", Set<GetBool, [](ShimConfig& c) -> auto& { return c.runtime.no_pivot_root; }>},
-    {"no_new_keyring",
-     Set<GetBool, [](ShimConfig& c) -> auto& { return c.runtime.no_new_keyring; }>},
-    {"io_uid", Set<GetUint32, [](ShimConfig& c) -> auto& { return c.io_uid; }>},
-    {"io_gid", Set<GetUint32, [](ShimConfig& c) -> auto& { return c.io_gid; }>},
-    {"shim_cgroup", Set<GetString, [](ShimConfig& c) -> auto& { return c.shim_cgroup; }>},
-    {"criu_path", Set<GetPath, [](ShimConfig& c) -> auto& { return c.runtime.criu_path; }>},
-    {"criu_image_path",
-     Set<GetPath, [](ShimConfig& c) -> auto& { return c.runtime.criu_image_path; }>},
-    {"criu_work_path",
-     Set<GetPath, [](ShimConfig& c) -> auto& { return c.runtime.criu_work_path; }>},
-    {"log_level", Set<GetLogLevel, [](ShimConfig& c) -> auto& { return c.log_level; }>},
-};
+// Applies one top-level key; nullopt when `key` is not one of hull's. The
+// keys are documented in docs/config.md; keep the two in step.
+std::optional<Status> ApplyTopLevelKey(std::string_view key, const toml::node& node,
+                                       std::string_view origin, ShimConfig& config) {
+  RuntimeOptions& rt = config.runtime;
+  if (key == "runtime") return Assign(GetRuntime(node, origin, key), rt.binary_name);
+  if (key == "root") return Assign(GetPath(node, origin, key), rt.root);
+  if (key == "systemd_cgroup") return Assign(GetBool(node, origin, key), rt.systemd_cgroup);
+  if (key == "no_pivot_root") return Assign(GetBool(node, origin, key), rt.no_pivot_root);
+  if (key == "no_new_keyring") return Assign(GetBool(node, origin, key), rt.no_new_keyring);
+  if (key == "io_uid") return Assign(GetUint32(node, origin, key), config.io_uid);
+  if (key == "io_gid") return Assign(GetUint32(node, origin, key), config.io_gid);
+  if (key == "shim_cgroup") return Assign(GetString(node, origin, key), config.shim_cgroup);
+  if (key == "criu_path") return Assign(GetPath(node, origin, key), rt.criu_path);
+  if (key == "criu_image_path") return Assign(GetPath(node, origin, key), rt.criu_image_path);
+  if (key == "criu_work_path") return Assign(GetPath(node, origin, key), rt.criu_work_path);
+  if (key == "log_level") return Assign(GetLogLevel(node, origin, key), config.log_level);
+  return std::nullopt;
+}
 
-// A [section] and its keys. Later features add theirs here ([sizing],
-// [runsc_config], [vm]), each with its own key table and ShimConfig member.
-struct Section {
-  std::string_view name;
-  std::span<const Key> keys;
-};
-constexpr std::array<Section, 0> kSections{};
+// Applies one [section]; nullopt when it is not one of hull's. Later
+// features add theirs here ([sizing], [runsc_config], [vm]), each with its
+// own keys and ShimConfig member.
+std::optional<Status> ApplySection(std::string_view /*name*/, const toml::table& /*table*/,
+                                   std::string_view /*origin*/, ShimConfig& /*config*/) {
+  return std::nullopt;
+}
 
 // containerd's own fields of runtimeoptions.v1.Options, which CRI leaves in
 // config_body (it is the whole `options` table of the runtime handler).
-constexpr std::string_view kContainerdKeys[] = {"TypeUrl", "ConfigPath"};
-
-const Key* FindKey(std::span<const Key> keys, std::string_view name) {
-  for (const Key& key : keys) {
-    if (key.name == name) return &key;
-  }
-  return nullptr;
+bool IsContainerdKey(std::string_view key) {
+  return key == "TypeUrl" || key == "ConfigPath";
 }
 
-bool IsContainerdKey(std::string_view name) {
-  return std::find(std::begin(kContainerdKeys), std::end(kContainerdKeys), name) !=
-         std::end(kContainerdKeys);
-}
-
-const Section* FindSection(std::string_view name) {
-  for (const Section& section : kSections) {
-    if (section.name == name) return &section;
-  }
-  return nullptr;
-}
-
-// Applies the keys of `table` (the top level when `section` is empty).
-Status ApplyKeys(const toml::table& table, std::span<const Key> keys, std::string_view section,
-                 std::string_view origin, ShimConfig& config, bool containerd_keys) {
+Status ApplyTable(const toml::table& table, std::string_view origin, ShimConfig& config,
+                  bool containerd_keys) {
   for (auto&& [name, node] : table) {
-    std::string_view key_name = name.str();
-    std::string full_name =
-        section.empty() ? std::string(key_name) : std::string(section) + "." + std::string(key_name);
-    if (const Key* key = FindKey(keys, key_name)) {
-      HULL_RETURN_IF_ERROR(key->apply(node, origin, full_name, config));
+    std::string_view key = name.str();
+    std::optional<Status> applied = node.is_table()
+                                        ? ApplySection(key, *node.as_table(), origin, config)
+                                        : ApplyTopLevelKey(key, node, origin, config);
+    if (applied) {
+      HULL_RETURN_IF_ERROR(*applied);
       continue;
     }
-    if (section.empty() && node.is_table()) {
-      const Section* known = FindSection(key_name);
-      if (!known) return Invalid(origin, node, "unknown section [" + full_name + "]");
-      HULL_RETURN_IF_ERROR(
-          ApplyKeys(*node.as_table(), known->keys, known->name, origin, config, false));
-      continue;
-    }
-    if (section.empty() && containerd_keys && IsContainerdKey(key_name)) continue;
-    return Invalid(origin, node, "unknown key \"" + full_name + "\"");
+    if (containerd_keys && IsContainerdKey(key)) continue;
+    if (node.is_table()) return Invalid(origin, node, "unknown section [" + std::string(key) + "]");
+    return Invalid(origin, node, "unknown key \"" + std::string(key) + "\"");
   }
   return Status::Ok();
 }
@@ -196,8 +162,7 @@ Status ApplyToml(std::string_view text, std::string_view origin, ShimConfig& con
   }
   // Apply onto a copy so that a bad key leaves `config` untouched.
   ShimConfig updated = config;
-  HULL_RETURN_IF_ERROR(
-      ApplyKeys(parsed.table(), kTopLevelKeys, "", origin, updated, containerd_keys));
+  HULL_RETURN_IF_ERROR(ApplyTable(parsed.table(), origin, updated, containerd_keys));
   config = std::move(updated);
   return Status::Ok();
 }

@@ -23,19 +23,32 @@ struct FlagWord {
 };
 
 constexpr FlagWord kFlagWords[] = {
-    {"async", true, MS_SYNCHRONOUS},   {"atime", true, MS_NOATIME},
-    {"bind", false, MS_BIND},          {"defaults", false, 0},
-    {"dev", true, MS_NODEV},           {"diratime", true, MS_NODIRATIME},
-    {"dirsync", false, MS_DIRSYNC},    {"exec", true, MS_NOEXEC},
-    {"mand", false, MS_MANDLOCK},      {"noatime", false, MS_NOATIME},
-    {"nodev", false, MS_NODEV},        {"nodiratime", false, MS_NODIRATIME},
-    {"noexec", false, MS_NOEXEC},      {"nomand", true, MS_MANDLOCK},
-    {"norelatime", true, MS_RELATIME}, {"nostrictatime", true, MS_STRICTATIME},
-    {"nosuid", false, MS_NOSUID},      {"rbind", false, MS_BIND | MS_REC},
-    {"relatime", false, MS_RELATIME},  {"remount", false, MS_REMOUNT},
-    {"ro", false, MS_RDONLY},          {"rw", true, MS_RDONLY},
-    {"strictatime", false, MS_STRICTATIME}, {"suid", true, MS_NOSUID},
-    {"sync", false, MS_SYNCHRONOUS},   {"silent", false, MS_SILENT},
+    {"async", true, MS_SYNCHRONOUS},
+    {"atime", true, MS_NOATIME},
+    {"bind", false, MS_BIND},
+    {"defaults", false, 0},
+    {"dev", true, MS_NODEV},
+    {"diratime", true, MS_NODIRATIME},
+    {"dirsync", false, MS_DIRSYNC},
+    {"exec", true, MS_NOEXEC},
+    {"mand", false, MS_MANDLOCK},
+    {"noatime", false, MS_NOATIME},
+    {"nodev", false, MS_NODEV},
+    {"nodiratime", false, MS_NODIRATIME},
+    {"noexec", false, MS_NOEXEC},
+    {"nomand", true, MS_MANDLOCK},
+    {"norelatime", true, MS_RELATIME},
+    {"nostrictatime", true, MS_STRICTATIME},
+    {"nosuid", false, MS_NOSUID},
+    {"rbind", false, MS_BIND | MS_REC},
+    {"relatime", false, MS_RELATIME},
+    {"remount", false, MS_REMOUNT},
+    {"ro", false, MS_RDONLY},
+    {"rw", true, MS_RDONLY},
+    {"strictatime", false, MS_STRICTATIME},
+    {"suid", true, MS_NOSUID},
+    {"sync", false, MS_SYNCHRONOUS},
+    {"silent", false, MS_SILENT},
     {"loud", true, MS_SILENT},
 };
 
@@ -134,7 +147,9 @@ Result<UniqueFd> OpenTarget(const std::string& root, const std::string& target) 
   return fd;
 }
 
-std::string FdPath(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+std::string FdPath(int fd) {
+  return "/proc/self/fd/" + std::to_string(fd);
+}
 
 // Where `fd` is, for messages and for undoing the mount after the descriptor
 // is gone.
@@ -201,9 +216,8 @@ Result<std::string> CanonicalPath(const std::string& path) {
 }
 
 bool IsAtOrBelow(const std::string& mount_point, const std::string& path) {
-  return mount_point == path ||
-         (mount_point.size() > path.size() && mount_point.starts_with(path) &&
-          mount_point[path.size()] == '/');
+  return mount_point == path || (mount_point.size() > path.size() &&
+                                 mount_point.starts_with(path) && mount_point[path.size()] == '/');
 }
 
 }  // namespace
@@ -235,9 +249,8 @@ Result<MountOptions> ParseMountOptions(std::span<const std::string> options) {
       }
       continue;
     }
-    auto propagation =
-        std::find_if(std::begin(kPropagationWords), std::end(kPropagationWords),
-                     [&](const PropagationWord& w) { return w.name == option; });
+    auto propagation = std::find_if(std::begin(kPropagationWords), std::end(kPropagationWords),
+                                    [&](const PropagationWord& w) { return w.name == option; });
     if (propagation != std::end(kPropagationWords)) {
       out.propagation = propagation->flags;
       continue;
@@ -290,8 +303,9 @@ Status UnmountAll(const std::string& path) {
     }
     if (points.empty()) return Status::Ok();
     // Deepest first; stable keeps the newest-first order among equals.
-    std::stable_sort(points.begin(), points.end(),
-                     [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+    std::stable_sort(points.begin(), points.end(), [](const std::string& a, const std::string& b) {
+      return a.size() > b.size();
+    });
     for (const std::string& point : points) {
       if (::umount2(point.c_str(), UMOUNT_NOFOLLOW) == 0) continue;
       if (errno == EBUSY && ::umount2(point.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0) continue;

@@ -59,7 +59,7 @@ class ProcessIo {
   virtual void RuntimeFailed() = 0;
   // CloseIO: stop holding stdin open, so EOF reaches the process once the
   // client's writer has closed too. With a terminal, stdin EOF shuts the
-  // console down (as containerd's shim does): the process gets SIGHUP.
+  // console down (as containerd's shim does): the process sees a hangup.
   virtual void CloseStdin() = 0;
   // ResizePty; OK and nothing when there is no terminal. A size set before
   // the pty master has arrived is applied when it does.

@@ -3,7 +3,7 @@
 // and master -> stdout FIFO, file or logging binary. There is no stderr.
 // The console is shut down (master closed) when output ends, i.e. when the
 // process and everything holding the pty's slave have gone, and also when
-// stdin reaches EOF, as containerd's shim does: the process gets SIGHUP.
+// stdin reaches EOF, as containerd's shim does: the process sees a hangup.
 #include <sys/ioctl.h>
 #include <termios.h>
 

@@ -64,23 +64,14 @@ void OciCliBackend::Run(Call call, CallDone done) {
           {0, or_null(io.stdin_fd)}, {1, or_null(io.stdout_fd)}, {2, or_null(io.stderr_fd)}};
     }
   }
+  call.stdio = nullptr;  // borrowed from the request; not needed past here
   LogCursor log = LogCursor::At(call.reads_log ? argv_.config().log_path : std::string());
   const uint64_t key = next_call_++;
-  auto shared_call = std::make_shared<Call>(std::move(call));
-  auto command = Command::Start(loop_, reaper_, std::move(options), shared_call->stdin_data,
-                                [this, key, shared_call, log, done](CommandResult r) {
-                                  // The Command is finished; it dies at the end of this scope,
-                                  // after `done`, which may destroy this backend: nothing touches
-                                  // `this` then.
-                                  std::unique_ptr<Command> finished;
-                                  if (auto it = calls_.find(key); it != calls_.end()) {
-                                    finished = std::move(it->second);
-                                    calls_.erase(it);
-                                  }
-                                  Status status =
-                                      r.ok() ? Status() : Failure(*shared_call, log.ReadNew(), r);
-                                  done(std::move(status), std::move(r));
-                                });
+  std::string stdin_data = call.stdin_data;
+  auto command =
+      Command::Start(loop_, reaper_, std::move(options), std::move(stdin_data),
+                     [this, key, call = std::make_shared<const Call>(std::move(call)), log,
+                      done](CommandResult r) { OnExit(key, *call, log, done, std::move(r)); });
   if (!command) {
     loop_.Post([done = std::move(done), s = command.error().WithContext(context)] {
       done(s, CommandResult{});
@@ -88,6 +79,20 @@ void OciCliBackend::Run(Call call, CallDone done) {
     return;
   }
   calls_.emplace(key, std::move(*command));
+}
+
+void OciCliBackend::OnExit(uint64_t key, const Call& call, const LogCursor& log,
+                           const CallDone& done, CommandResult r) {
+  // The Command that called us is finished. It dies when this returns, after
+  // `done`, which may destroy this backend: nothing touches `this` after it.
+  // (`call`, `log` and `done` live in the callback itself, not in the Command.)
+  std::unique_ptr<Command> finished;
+  if (auto it = calls_.find(key); it != calls_.end()) {
+    finished = std::move(it->second);
+    calls_.erase(it);
+  }
+  Status status = r.ok() ? Status() : Failure(call, log.ReadNew(), r);
+  done(std::move(status), std::move(r));
 }
 
 void OciCliBackend::Create(const CreateRequest& req, Done done) {
@@ -124,11 +129,11 @@ void OciCliBackend::Start(const std::string& id, Done done) {
 }
 
 void OciCliBackend::Restore(std::shared_ptr<PendingRestore> pending, Done done) {
+  // Spawn hands the runtime its own copies of the stdio descriptors; ours
+  // close when `pending` goes, at the end of this call.
   const CreateRequest& req = pending->req;
-  // `pending` rides along in the callback: its descriptors must outlive the
-  // runtime process.
   Run(Call{.what = "restore", .id = req.id, .argv = argv_.Restore(req), .stdio = &req.stdio},
-      [pending, done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
+      [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
 }
 
 void OciCliBackend::Exec(const ExecRequest& req, Done done) {

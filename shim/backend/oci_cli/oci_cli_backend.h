@@ -15,6 +15,7 @@
 #include "base/command.h"
 #include "shim/backend/backend.h"
 #include "shim/backend/oci_cli/argv.h"
+#include "shim/backend/oci_cli/runtime_error.h"
 
 namespace hull::shim::oci_cli {
 
@@ -61,6 +62,8 @@ class OciCliBackend final : public Backend {
   // message with its code and "<runtime> <what> <id>: " in front.
   using CallDone = std::function<void(Status, CommandResult)>;
   void Run(Call call, CallDone done);
+  void OnExit(uint64_t key, const Call& call, const LogCursor& log, const CallDone& done,
+              CommandResult r);
   Status Failure(const Call& call, const std::string& log_tail, const CommandResult& r) const;
   // Posts `done(status)` to a later loop turn (calls never finish inline).
   void PostDone(Done done, Status status);

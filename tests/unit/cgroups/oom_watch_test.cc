@@ -136,38 +136,114 @@ TEST_F(OomWatchV2Test, NoMemoryEventsIsAnError) {
   EXPECT_EQ(watch.error().code(), Code::kNotFound);
 }
 
-TEST(OomWatchV1FakeTest, RegistersEventfdThroughEventControl) {
-  FakeHost host;
-  host.AddV1("memory", "memory");
-  host.AddUnified("unified");
-  host.SetProcCgroup(kPid, "4:memory:/ctr\n0::/\n");
-  host.Write("memory/ctr/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n");
-  host.Write("memory/ctr/cgroup.event_control", "");
-  auto loop = EventLoop::Create();
-  ASSERT_TRUE(loop.has_value());
-  int before = CountOpenFds();
-  auto watch = WatchOom(
-      **loop, kPid, [] {}, host.roots());
-  ASSERT_TRUE(watch.has_value()) << watch.error().ToString();
+// v1 on a fake tree. cgroup.event_control is a plain file here, so the test
+// reads which eventfd the watch registered and signals it itself, standing in
+// for the kernel.
+class OomWatchV1FakeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    host_.AddV1("memory", "memory");
+    host_.AddUnified("unified");
+    host_.SetProcCgroup(kPid, "4:memory:/ctr\n0::/\n");
+    SetOomControl("oom_kill_disable 0\nunder_oom 0\noom_kill 0\n");
+    host_.Write("memory/ctr/cgroup.event_control", "");
+    auto loop = EventLoop::Create();
+    ASSERT_TRUE(loop.has_value());
+    loop_ = std::move(*loop);
+  }
 
-  int event_fd = -1;
-  int control_fd = -1;
-  {
-    std::ifstream in(host.cgroupfs() / "memory/ctr/cgroup.event_control");
-    in >> event_fd >> control_fd;
+  void SetOomControl(const std::string& content) {
+    host_.Write("memory/ctr/memory.oom_control", content);
+  }
+  void SetOomKill(uint64_t n) {
+    SetOomControl("oom_kill_disable 0\nunder_oom 0\noom_kill " + std::to_string(n) + "\n");
+  }
+
+  // Starts the watch and returns the eventfd it registered.
+  void Watch() {
+    auto watch = WatchOom(
+        *loop_, kPid, [this] { ++calls_; }, host_.roots());
+    ASSERT_TRUE(watch.has_value()) << watch.error().ToString();
+    watch_ = std::move(*watch);
+    std::ifstream in(host_.cgroupfs() / "memory/ctr/cgroup.event_control");
+    in >> event_fd_ >> control_fd_;
     ASSERT_TRUE(in) << "expected \"<eventfd> <oom_control fd>\"";
   }
+  // What the kernel does on an OOM in the cgroup.
+  void Notify() {
+    uint64_t one = 1;
+    ASSERT_EQ(::write(event_fd_, &one, sizeof one), static_cast<ssize_t>(sizeof one));
+  }
+  bool WaitForCalls(int n, milliseconds timeout) {
+    return loop_->RunUntil([&] { return calls_ >= n; }, timeout);
+  }
+
+  FakeHost host_;
+  std::unique_ptr<EventLoop> loop_;
+  EventHandle watch_;
+  int event_fd_ = -1;
+  int control_fd_ = -1;
+  int calls_ = 0;
+};
+
+TEST_F(OomWatchV1FakeTest, RegistersEventfdThroughEventControl) {
+  int before = CountOpenFds();
+  ASSERT_NO_FATAL_FAILURE(Watch());
   char target[64] = {};
-  std::string link = "/proc/self/fd/" + std::to_string(event_fd);
+  std::string link = "/proc/self/fd/" + std::to_string(event_fd_);
   ASSERT_GT(::readlink(link.c_str(), target, sizeof target - 1), 0);
   EXPECT_STREQ(target, "anon_inode:[eventfd]");
-  EXPECT_NE(event_fd, control_fd);
-
-  watch->Reset();
-  EXPECT_EQ(CountOpenFds(), before);
+  EXPECT_NE(event_fd_, control_fd_);
+  watch_.Reset();
+  EXPECT_EQ(CountOpenFds(), before);  // eventfd, control file and directory all closed
 }
 
-TEST(OomWatchV1FakeTest, MissingMemoryCgroupIsNotFound) {
+TEST_F(OomWatchV1FakeTest, NotificationWithAKillFires) {
+  ASSERT_NO_FATAL_FAILURE(Watch());
+  SetOomKill(1);
+  Notify();
+  EXPECT_TRUE(WaitForCalls(1, kDeadline));
+  SetOomKill(2);
+  Notify();
+  EXPECT_TRUE(WaitForCalls(2, kDeadline));
+}
+
+TEST_F(OomWatchV1FakeTest, KillCountedAfterTheNotificationIsSeen) {
+  // The kernel signals before it kills: the counter moves a little later.
+  ASSERT_NO_FATAL_FAILURE(Watch());
+  Notify();
+  EventHandle later = loop_->AddTimer(milliseconds(50), [this] { SetOomKill(1); });
+  EXPECT_TRUE(WaitForCalls(1, kDeadline));
+  EXPECT_FALSE(WaitForCalls(2, kQuiet));
+}
+
+TEST_F(OomWatchV1FakeTest, NotificationWithoutAKillIsDropped) {
+  ASSERT_NO_FATAL_FAILURE(Watch());
+  Notify();
+  // Longer than all the rechecks together (about 1.3 s).
+  EXPECT_FALSE(WaitForCalls(1, milliseconds(2000)));
+}
+
+TEST_F(OomWatchV1FakeTest, KernelWithoutCounterReportsEveryNotification) {
+  SetOomControl("oom_kill_disable 0\nunder_oom 0\n");
+  ASSERT_NO_FATAL_FAILURE(Watch());
+  Notify();
+  EXPECT_TRUE(WaitForCalls(1, kDeadline));
+  Notify();
+  EXPECT_TRUE(WaitForCalls(2, kDeadline));
+}
+
+TEST_F(OomWatchV1FakeTest, RemovedCgroupGoesQuiet) {
+  ASSERT_NO_FATAL_FAILURE(Watch());
+  // rmdir: the kernel signals the eventfd and the files are gone.
+  ASSERT_EQ(::unlink((host_.cgroupfs() / "memory/ctr/memory.oom_control").c_str()), 0);
+  Notify();
+  EXPECT_FALSE(WaitForCalls(1, kQuiet));
+  SetOomKill(5);  // a new file at the old name
+  EXPECT_FALSE(WaitForCalls(1, kQuiet));
+}
+
+TEST(OomWatchV1MissingTest, MissingMemoryCgroupIsNotFound) {
   FakeHost host;
   host.AddV1("memory", "memory");
   host.SetProcCgroup(kPid, "4:memory:/ctr\n0::/\n");

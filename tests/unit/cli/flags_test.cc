@@ -11,7 +11,9 @@
 namespace hull::shim {
 namespace {
 
-Result<CommandLine> Parse(std::vector<std::string> args) { return ParseCommandLine(args); }
+Result<CommandLine> Parse(std::vector<std::string> args) {
+  return ParseCommandLine(args);
+}
 
 TEST(FlagsTest, ContainerdStart) {
   auto cmd = Parse({"-namespace", "k8s.io", "-address", "/run/containerd/containerd.sock",
@@ -66,7 +68,8 @@ TEST(FlagsTest, LastValueWins) {
 }
 
 TEST(FlagsTest, BoolForms) {
-  for (const char* on : {"-debug", "--debug", "-debug=true", "-debug=1", "-debug=T", "-debug=TRUE"}) {
+  for (const char* on :
+       {"-debug", "--debug", "-debug=true", "-debug=1", "-debug=T", "-debug=TRUE"}) {
     auto cmd = Parse({on});
     ASSERT_TRUE(cmd.has_value()) << on;
     EXPECT_TRUE(cmd->debug) << on;
@@ -137,12 +140,12 @@ TEST(FlagsTest, DoubleDashEndsFlags) {
 
 TEST(FlagsTest, Errors) {
   for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
-           {"-id"},                     // value missing
-           {"-namespace", "ns", "-id"}, // value missing at the end
-           {"---id", "x"},              // bad syntax
-           {"-=x"},                     // bad syntax
-           {"-id", "x", "stop"},        // unknown action
-           {"-"},                       // "-" is an action word, and unknown
+           {"-id"},                      // value missing
+           {"-namespace", "ns", "-id"},  // value missing at the end
+           {"---id", "x"},               // bad syntax
+           {"-=x"},                      // bad syntax
+           {"-id", "x", "stop"},         // unknown action
+           {"-"},                        // "-" is an action word, and unknown
        }) {
     auto cmd = Parse(args);
     ASSERT_FALSE(cmd.has_value()) << args[0];

@@ -80,8 +80,8 @@ TEST_F(PlacementTest, OomScoreIsParentsPlusOneClamped) {
     std::string parent;
     std::string want;
   };
-  for (const Case& c : {Case{"0\n", "1"}, Case{"-999\n", "-998"}, Case{"1000\n", "1000"},
-                        Case{"-1000", "-999"}}) {
+  for (const Case& c :
+       {Case{"0\n", "1"}, Case{"-999\n", "-998"}, Case{"1000\n", "1000"}, Case{"-1000", "-999"}}) {
     Touch(root_ / "10/oom_score_adj", c.parent);
     Touch(root_ / "20/oom_score_adj", "");
     ASSERT_TRUE(AdjustOomScore(20, 10, root_.string()).ok());

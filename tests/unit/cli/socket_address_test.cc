@@ -55,6 +55,12 @@ TEST(SocketAddressTest, HashOfJoinedAddressNamespaceAndGroup) {
                           "0123456789abcdef"),
             "unix:///run/containerd/s/"
             "a1516fb9360830ba76705961d0f826b1118eac1dcf4c026f5d98ab29a95b6f39");
+  // Observed: containerd 1.6.20 with -address /tmp/hull-cli-ctd/c.sock, `ctr -n hulltest run
+  // --runtime io.containerd.runc.v2 ... hullhash1`: containerd-shim-runc-v2 listened on this
+  // path, and `ctr shim --id hullhash1 state` dialled it.
+  EXPECT_EQ(SocketAddress("/run/containerd/s", "/tmp/hull-cli-ctd/c.sock", "hulltest", "hullhash1"),
+            "unix:///run/containerd/s/"
+            "33bc326d0d83bfa2d3451638009c383a0a5d25c3d4a3c6cff93c35f24ef0e640");
   // And independently for another triple.
   EXPECT_EQ(SocketAddress("/tmp/s", "/var/run/c.sock", "default", "pod-1"),
             "unix:///tmp/s/" + SystemSha256("/var/run/c.sock/default/pod-1"));
@@ -62,8 +68,10 @@ TEST(SocketAddressTest, HashOfJoinedAddressNamespaceAndGroup) {
 
 TEST(SocketAddressTest, JoinCleansLikeGo) {
   // filepath.Join cleans the result, so these hash the same text.
-  EXPECT_EQ(SocketAddress("/s", "/run/c.sock/", "ns", "id"), SocketAddress("/s", "/run/c.sock", "ns", "id"));
-  EXPECT_EQ(SocketAddress("/s", "/run//c.sock", "ns", "id"), SocketAddress("/s", "/run/c.sock", "ns", "id"));
+  EXPECT_EQ(SocketAddress("/s", "/run/c.sock/", "ns", "id"),
+            SocketAddress("/s", "/run/c.sock", "ns", "id"));
+  EXPECT_EQ(SocketAddress("/s", "/run//c.sock", "ns", "id"),
+            SocketAddress("/s", "/run/c.sock", "ns", "id"));
   // An empty group (annotation present but empty) is dropped by Join.
   EXPECT_EQ(SocketAddress("/s", "/run/c.sock", "ns", ""),
             "unix:///s/" + SystemSha256("/run/c.sock/ns"));
@@ -86,9 +94,9 @@ TEST(SocketAddressTest, CleanPathAndJoinPath) {
 TEST(GroupingTest, RuncGroupThenSandboxIdThenTaskId) {
   EXPECT_EQ(GroupingId({}, "task"), "task");
   EXPECT_EQ(GroupingId({{"io.kubernetes.cri.sandbox-id", "pod"}}, "task"), "pod");
-  EXPECT_EQ(GroupingId({{"io.kubernetes.cri.sandbox-id", "pod"},
-                        {"io.containerd.runc.v2.group", "group"}},
-                       "task"),
+  EXPECT_EQ(GroupingId(
+                {{"io.kubernetes.cri.sandbox-id", "pod"}, {"io.containerd.runc.v2.group", "group"}},
+                "task"),
             "group");
   // Present but empty counts, as in the runc shim.
   EXPECT_EQ(GroupingId({{"io.kubernetes.cri.sandbox-id", ""}}, "task"), "");

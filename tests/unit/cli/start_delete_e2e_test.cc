@@ -58,7 +58,7 @@ std::string Slurp(const fs::path& path) {
 // Runs the shim with `args` in `cwd`, feeding `stdin_data`, until it exits
 // and both output pipes reach EOF.
 ShimRun RunShim(const std::vector<std::string>& args, const fs::path& cwd,
-            const std::vector<std::string>& extra_env, const std::string& stdin_data = "") {
+                const std::vector<std::string>& extra_env, const std::string& stdin_data = "") {
   ShimRun run;
   auto in = MakePipe();
   auto out = MakePipe();
@@ -167,9 +167,12 @@ class StartDeleteTest : public ::testing::Test {
     socket_dir_ = root_ / "s";
     // A runtime that always succeeds, so `delete` never touches real runc.
     std::ofstream(root_ / "config.toml") << "runtime = \"/bin/true\"\n";
-    env_ = {"HULL_SOCKET_DIR=" + socket_dir_.string(), "HULL_CONFIG=" + (root_ / "config.toml").string(),
-            "TTRPC_ADDRESS=" + std::string(kAddress) + ".ttrpc", "GRPC_ADDRESS=" + std::string(kAddress),
-            "NAMESPACE=" + ns_, "MAX_SHIM_VERSION=2"};
+    env_ = {"HULL_SOCKET_DIR=" + socket_dir_.string(),
+            "HULL_CONFIG=" + (root_ / "config.toml").string(),
+            "TTRPC_ADDRESS=" + std::string(kAddress) + ".ttrpc",
+            "GRPC_ADDRESS=" + std::string(kAddress),
+            "NAMESPACE=" + ns_,
+            "MAX_SHIM_VERSION=2"};
   }
 
   void TearDown() override {
@@ -182,17 +185,19 @@ class StartDeleteTest : public ::testing::Test {
     fs::path bundle = root_ / "bundles" / id;
     fs::create_directories(bundle / "rootfs");
     std::ofstream(bundle / "config.json")
-        << R"({"ociVersion":"1.0.2","process":{"args":["sh"]},"annotations":)" << annotations << "}";
+        << R"({"ociVersion":"1.0.2","process":{"args":["sh"]},"annotations":)" << annotations
+        << "}";
     return bundle;
   }
 
   std::vector<std::string> StartArgs(const std::string& id) {
-    return {"-namespace", ns_, "-address", kAddress, "-publish-binary", kPublishBinary,
-            "-id",        id,  "start"};
+    return {"-namespace",   ns_,   "-address", kAddress, "-publish-binary",
+            kPublishBinary, "-id", id,         "start"};
   }
 
   std::string ExpectedAddress(const std::string& group, const fs::path& dir) {
-    return "unix://" + dir.string() + "/" + Sha256Hex(std::string(kAddress) + "/" + ns_ + "/" + group);
+    return "unix://" + dir.string() + "/" +
+           Sha256Hex(std::string(kAddress) + "/" + ns_ + "/" + group);
   }
 
   // The one process holding the listener at `address`, remembered for
@@ -391,8 +396,8 @@ TEST_F(StartDeleteTest, DeletePrintsOnlyADeleteResponse) {
 
   auto before = std::chrono::system_clock::now();
   ShimRun run = RunShim({"-namespace", ns_, "-address", kAddress, "-publish-binary", kPublishBinary,
-                     "-id", "d1", "-bundle", bundle.string(), "-debug", "delete"},
-                    bundle, env_);
+                         "-id", "d1", "-bundle", bundle.string(), "-debug", "delete"},
+                        bundle, env_);
   auto after = std::chrono::system_clock::now();
   ASSERT_EQ(run.exit_status, 0) << run.err;
   EXPECT_EQ(run.err, "");
@@ -409,9 +414,9 @@ TEST_F(StartDeleteTest, DeletePrintsOnlyADeleteResponse) {
 
 TEST_F(StartDeleteTest, DeleteOfAGoneBundleSucceeds) {
   fs::path gone = root_ / "bundles" / "gone";
-  ShimRun run = RunShim({"-namespace", ns_, "-address", kAddress, "-id", "gone", "-bundle",
-                     gone.string(), "delete"},
-                    root_, env_);
+  ShimRun run = RunShim(
+      {"-namespace", ns_, "-address", kAddress, "-id", "gone", "-bundle", gone.string(), "delete"},
+      root_, env_);
   ASSERT_EQ(run.exit_status, 0) << run.err;
   EXPECT_EQ(run.err, "");
   containerd::task::v2::DeleteResponse response;

@@ -117,22 +117,22 @@ TEST_F(ConfigTest, KeysPresentOverrideOthersStay) {
 
 TEST_F(ConfigTest, BadInputIsInvalidArgumentAndChangesNothing) {
   for (const char* text : {
-           "runtime = ",                        // syntax
-           "[unclosed",                         // syntax
-           "runtim = \"runc\"",                 // unknown key
-           "runtime = \"runc\"\nbogus = 1",     // unknown key after a good one
-           "[vm]\nmemory = 1",                  // section not (yet) known
-           "[sizing]\noverhead = 1",            // likewise
-           "systemd_cgroup = \"yes\"",          // type
-           "io_uid = -1",                       // range
-           "io_gid = 4294967296",               // range
-           "io_uid = 1.5",                      // type
-           "root = \"relative/path\"",          // not absolute
-           "criu_work_path = \"work\"",         // not absolute
-           "runtime = \"\"",                    // empty
-           "runtime = \"bin/runc\"",            // relative path
-           "log_level = \"loud\"",              // enum
-           "TypeUrl = \"x\"",                   // containerd's key outside config_body
+           "runtime = ",                     // syntax
+           "[unclosed",                      // syntax
+           "runtim = \"runc\"",              // unknown key
+           "runtime = \"runc\"\nbogus = 1",  // unknown key after a good one
+           "[vm]\nmemory = 1",               // section not (yet) known
+           "[sizing]\noverhead = 1",         // likewise
+           "systemd_cgroup = \"yes\"",       // type
+           "io_uid = -1",                    // range
+           "io_gid = 4294967296",            // range
+           "io_uid = 1.5",                   // type
+           "root = \"relative/path\"",       // not absolute
+           "criu_work_path = \"work\"",      // not absolute
+           "runtime = \"\"",                 // empty
+           "runtime = \"bin/runc\"",         // relative path
+           "log_level = \"loud\"",           // enum
+           "TypeUrl = \"x\"",                // containerd's key outside config_body
        }) {
     ShimConfig c = EveryKey();
     Status s = ApplyToml(text, "test", c);
@@ -225,7 +225,8 @@ TEST_F(ConfigTest, TypeUrlWithHostPrefix) {
 TEST_F(ConfigTest, RuntimeOptionsConfigBody) {
   ShimConfig c;
   Status s = ApplyOptions(
-      RuntimeOptionsAny("", "TypeUrl = \"io.containerd.hull.v2.options\"\nruntime = \"crun\"\n"), c);
+      RuntimeOptionsAny("", "TypeUrl = \"io.containerd.hull.v2.options\"\nruntime = \"crun\"\n"),
+      c);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(c.runtime.binary_name, "crun");
 }

@@ -11,12 +11,15 @@
 namespace hull::shim {
 namespace {
 
-Result<MountOptions> Parse(std::vector<std::string> options) { return ParseMountOptions(options); }
+Result<MountOptions> Parse(std::vector<std::string> options) {
+  return ParseMountOptions(options);
+}
 
 TEST(MountOptionsTest, FlagWords) {
   auto o = Parse({"rbind", "ro", "nosuid", "nodev", "noexec", "relatime"});
   ASSERT_TRUE(o.has_value());
-  EXPECT_EQ(o->flags, MS_BIND | MS_REC | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RELATIME);
+  EXPECT_EQ(o->flags,
+            MS_BIND | MS_REC | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RELATIME);
   EXPECT_EQ(o->propagation, 0u);
   EXPECT_TRUE(o->data.empty());
 }
@@ -40,8 +43,8 @@ TEST(MountOptionsTest, DataKeptInOrderContainerdOptionsDropped) {
   auto o = Parse({"index=off", "lowerdir=/l2:/l1", "X-containerd.mkdir.path=/x", "upperdir=/u",
                   "workdir=/w", "ro"});
   ASSERT_TRUE(o.has_value());
-  EXPECT_EQ(o->data,
-            (std::vector<std::string>{"index=off", "lowerdir=/l2:/l1", "upperdir=/u", "workdir=/w"}));
+  EXPECT_EQ(o->data, (std::vector<std::string>{"index=off", "lowerdir=/l2:/l1", "upperdir=/u",
+                                               "workdir=/w"}));
   EXPECT_EQ(o->flags, static_cast<unsigned long>(MS_RDONLY));
 }
 

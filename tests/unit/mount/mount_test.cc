@@ -2,6 +2,8 @@
 // bind ro, overlay (also with options longer than a page), undo on failure,
 // targets resolved inside the root, recursive unmount. Skipped otherwise.
 
+#include "shim/mount/mount.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -16,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "shim/mount/mount.h"
 #include "shim/mount/mountinfo.h"
 
 namespace hull::shim {
@@ -37,7 +38,8 @@ std::vector<std::string> MountsBelow(const std::string& path) {
   auto table = ReadMountInfo();
   EXPECT_TRUE(table.has_value());
   for (const auto& m : *table) {
-    if (m.mount_point == path || m.mount_point.starts_with(path + "/")) out.push_back(m.mount_point);
+    if (m.mount_point == path || m.mount_point.starts_with(path + "/"))
+      out.push_back(m.mount_point);
   }
   return out;
 }
@@ -114,7 +116,9 @@ TEST_F(MountTest, Overlay) {
   fs::path l2 = MakeDir("l2", "b", "from l2");
   fs::path upper = MakeDir("upper");
   fs::path work = MakeDir("work");
-  std::vector<Mount> mounts = {{"overlay", "overlay", "",
+  std::vector<Mount> mounts = {{"overlay",
+                                "overlay",
+                                "",
                                 {"index=off", "lowerdir=" + l2.string() + ":" + l1.string(),
                                  "upperdir=" + upper.string(), "workdir=" + work.string()}}};
   Status s = MountAll(mounts, target_.string());
@@ -133,15 +137,19 @@ TEST_F(MountTest, OverlayOptionsLongerThanAPage) {
   std::vector<std::string> layers;
   for (int i = 0; i < 40; ++i) {
     std::string name = std::to_string(1000 + i) + std::string(90, 'x');
-    layers.push_back(MakeDir("snapshots/" + name + "/fs", "f" + std::to_string(i), "layer").string());
+    layers.push_back(
+        MakeDir("snapshots/" + name + "/fs", "f" + std::to_string(i), "layer").string());
   }
   std::string lowerdir = "lowerdir=";
   for (size_t i = 0; i < layers.size(); ++i) lowerdir += (i ? ":" : "") + layers[i];
   ASSERT_GT(lowerdir.size(), static_cast<size_t>(::sysconf(_SC_PAGESIZE)));
   fs::path upper = MakeDir("up");
   fs::path work = MakeDir("wk");
-  std::vector<Mount> mounts = {{"overlay", "overlay", "",
-                                {lowerdir, "upperdir=" + upper.string(), "workdir=" + work.string()}}};
+  std::vector<Mount> mounts = {
+      {"overlay",
+       "overlay",
+       "",
+       {lowerdir, "upperdir=" + upper.string(), "workdir=" + work.string()}}};
   std::string cwd_before = fs::current_path();
   Status s = MountAll(mounts, target_.string());
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -225,7 +233,9 @@ TEST_F(MountTest, UnmountAllTakesStackedAndNestedMounts) {
   EXPECT_TRUE(MountsBelow(target_.string()).empty());
 }
 
-TEST(UnmountAllTest, RefusesRoot) { EXPECT_EQ(UnmountAll("/").code(), Code::kInvalidArgument); }
+TEST(UnmountAllTest, RefusesRoot) {
+  EXPECT_EQ(UnmountAll("/").code(), Code::kInvalidArgument);
+}
 
 }  // namespace
 }  // namespace hull::shim
