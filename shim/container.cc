@@ -132,6 +132,7 @@ void Container::Create(const tv2::CreateTaskRequest& request, Reply<pid_t> done)
             }
             init_->set_pid(*pid);
             WatchExit(init_.get());
+            WatchOom();
           }
           event.set_pid(static_cast<uint32_t>(init_->pid()));
           ctx_.publisher.Publish("/tasks/create", "containerd.events.TaskCreate", event);
@@ -156,6 +157,22 @@ void Container::WatchExit(Process* process) {
   });
 }
 
+void Container::WatchOom() {
+  std::weak_ptr<bool> alive = alive_;
+  auto watch = backend_->WatchOom(id_, init_->pid(), [this, alive] {
+    if (alive.expired()) return;
+    ctx_.log.Info("container {} had an OOM kill", id_);
+    ev::TaskOOM event;
+    event.set_container_id(id_);
+    ctx_.publisher.Publish("/tasks/oom", "containerd.events.TaskOOM", event);
+  });
+  if (!watch) {
+    ctx_.log.Warn("container {}: cannot watch for OOM kills: {}", id_, watch.error().ToString());
+    return;
+  }
+  oom_watch_ = std::move(*watch);
+}
+
 void Container::OnExit(Process* process, int exit_status) {
   if (!process->start_published) {
     // Ordering: the exit must follow the start event. Start replays it.
@@ -164,7 +181,6 @@ void Container::OnExit(Process* process, int exit_status) {
   }
   process->RecordExit(exit_status);
   if (process->is_init()) {
-    oom_watch_.Reset();
     bool execs_live = std::any_of(execs_.begin(), execs_.end(),
                                   [](const auto& e) { return e.second->live(); });
     if (execs_live) {
@@ -218,6 +234,7 @@ void Container::Start(const std::string& exec_id, Reply<pid_t> done) {
       if (!pid) return done(pid.error().WithContext("start " + id_));
       init_->set_pid(*pid);
       WatchExit(init_.get());
+      WatchOom();
     }
     init_->TransitionTo(ProcessState::kRunning).IgnoreError();
     ev::TaskStart event;

@@ -66,6 +66,8 @@ class Container {
   void FailCreate(Status status, Reply<pid_t> done);
   void StartExec(Process* process, Reply<pid_t> done);
   void WatchExit(Process* process);
+  // Publishes /tasks/oom for every OOM kill in the container's cgroup.
+  void WatchOom();
   void OnExit(Process* process, int wait_status);
   void PublishExit(Process* process);
   void MaybePublishInitExit();

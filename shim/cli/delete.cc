@@ -1,9 +1,15 @@
 #include "shim/cli/delete.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 
 #include "base/file_util.h"
 #include "containerd/task/v2/shim.pb.h"
+#include "shim/cli/shim_socket.h"
+#include "shim/cli/socket_address.h"
 #include "shim/config/config.h"
 #include "shim/mount/mount.h"
 
@@ -37,6 +43,19 @@ ShimConfig LoadConfig(const DeleteRequest& req, const Logger& log) {
   return ShimConfig();
 }
 
+// A server killed outright leaves its socket file behind. Remove it, but only
+// when nothing answers on it: a pod's shim serving other containers must keep
+// its socket.
+void RemoveDeadSocket(const DeleteRequest& req, const Logger& log) {
+  Result<std::string> address = ReadFile(req.bundle + "/address");
+  if (!address) return;
+  Result<std::string> path = SocketPath(*address);
+  if (!path || CanConnect(*path)) return;
+  if (::unlink(path->c_str()) != 0 && errno != ENOENT) {
+    log.Warn("delete {}: remove socket {}: {}", req.cmd.id, *path, std::strerror(errno));
+  }
+}
+
 }  // namespace
 
 Result<std::string> RunDelete(const DeleteRequest& req, const Logger& log) {
@@ -51,6 +70,7 @@ Result<std::string> RunDelete(const DeleteRequest& req, const Logger& log) {
     if (!deleted.ok()) log.Warn("delete {}: {}", req.cmd.id, deleted.message());
   }
   HULL_RETURN_IF_ERROR_CTX(UnmountAll(req.bundle + "/rootfs"), "delete " + req.cmd.id);
+  RemoveDeadSocket(req, log);
 
   containerd::task::v2::DeleteResponse response;
   response.set_pid(ReadInitPid(req.bundle));

@@ -9,9 +9,14 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <algorithm>
 #include <string>
 
+#include "containerd/task/v2/shim.pb.h"
+#include "base/event_loop.h"
+#include "google/protobuf/empty.pb.h"
 #include "tests/integration/harness/harness.h"
+#include "ttrpc/client.h"
 
 namespace hull::itest {
 namespace {
@@ -55,6 +60,64 @@ class HullCtrTest : public ::testing::TestWithParam<std::string> {
 
   CommandResult Ctr(const std::vector<std::string>& args) { return containerd_->Ctr(args); }
 
+  // "PID STATUS" of a task from `ctr task ls`; pid 0 when it is not listed.
+  std::pair<pid_t, std::string> Task(const std::string& id) {
+    CommandResult r = Ctr({"task", "ls"});
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream fields(line);
+      std::string task, pid, status;
+      if (fields >> task >> pid >> status && task == id) return {std::stoi(pid), status};
+    }
+    return {0, ""};
+  }
+
+  bool WaitForStatus(const std::string& id, const std::string& status) {
+    return WaitUntil([&] { return Task(id).second == status; }, 20s);
+  }
+
+  std::string Bundle(const std::string& id) const {
+    return containerd_->state() + "/io.containerd.runtime.v2.task/default/" + id;
+  }
+
+  std::vector<pid_t> Shims() const { return ProcessesMatching("containerd-shim-hull-v2"); }
+
+  // Calls the shim of `id` directly, as containerd would.
+  template <typename Resp, typename Req>
+  Result<Resp> CallShim(const std::string& id, const std::string& method, const Req& request) {
+    std::ifstream in(Bundle(id) + "/address");
+    std::string address;
+    std::getline(in, address);
+    auto loop = EventLoop::Create();
+    if (!loop) return loop.error();
+    auto client = ttrpc::Client::Connect(**loop, address);
+    if (!client) return client.error();
+    ttrpc::CallOptions options;
+    options.deadline = (*loop)->Now() + 10s;
+    options.metadata.emplace_back("containerd-namespace-ttrpc", "default");
+    return (*client)->CallUnarySync<Resp>("containerd.task.v2.Task", method, request, options);
+  }
+
+  // `ctr events`, once it is subscribed: it listens only some time after it
+  // starts, so a probe container's exit must have shown up first.
+  std::unique_ptr<BackgroundCommand> StartEvents() {
+    auto events = containerd_->CtrBackground({"events"});
+    if (events == nullptr) return nullptr;
+    for (int i = 0; i < 20; ++i) {
+      std::string probe = "probe" + std::to_string(i);
+      Run({"--rm"}, probe, {"true"});
+      if (events->WaitForOutput("\"container_id\":\"" + probe + "\"", 1s)) return events;
+    }
+    return nullptr;
+  }
+
+  void RemoveContainer(const std::string& id) {
+    Ctr({"task", "kill", "-s", "SIGKILL", id});
+    WaitForStatus(id, "STOPPED");
+    Ctr({"task", "rm", id});
+    Ctr({"container", "rm", id});
+  }
+
   std::unique_ptr<PrivateContainerd> containerd_;
   std::string config_;
 };
@@ -64,6 +127,333 @@ TEST_P(HullCtrTest, RunRmPrintsOutput) {
   ASSERT_TRUE(r.ok()) << r.Describe();
   EXPECT_EQ(r.out, "hello from sh\n");
   EXPECT_TRUE(ProcessesMatching("containerd-shim-hull-v2").empty());
+}
+
+TEST_P(HullCtrTest, ExitCodeReachesCtr) {
+  CommandResult r = Run({"--rm"}, "t1", {"sh", "-c", "exit 7"});
+  EXPECT_EQ(r.exit_code, 7) << r.Describe();
+}
+
+TEST_P(HullCtrTest, DetachedTaskServesExecKillPsPauseResumeMetrics) {
+  CommandResult r = Run({"-d"}, "t1", {"sleep", "1000"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  auto [pid, status] = Task("t1");
+  EXPECT_GT(pid, 0);
+  EXPECT_EQ(status, "RUNNING");
+
+  // exec without a terminal, with output and exit code
+  r = Ctr({"task", "exec", "--exec-id", "e1", "t1", "sh", "-c", "echo exec-out; exit 3"});
+  EXPECT_EQ(r.exit_code, 3) << r.Describe();
+  EXPECT_EQ(r.out, "exec-out\n");
+
+  // exec with a terminal: ctr needs one on its own stdin, so run it under script(1)
+  std::string cmd = "ctr --address " + containerd_->address() +
+                    " -n default task exec -t --exec-id e2 t1 sh -c 'tty; stty size'";
+  r = RunCommand({"script", "-qec", cmd, "/dev/null"}, 60s);
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  EXPECT_NE(r.out.find("/dev/pts/"), std::string::npos) << r.out;
+
+  // ps lists the init
+  r = Ctr({"task", "ps", "t1"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_NE(r.out.find(std::to_string(pid)), std::string::npos) << r.out;
+
+  // pause / resume
+  r = Ctr({"task", "pause", "t1"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_EQ(Task("t1").second, "PAUSED");
+  r = Ctr({"task", "resume", "t1"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_EQ(Task("t1").second, "RUNNING");
+
+  // metrics: cgroup v1 numbers on this host
+  r = Ctr({"task", "metrics", "t1"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_NE(r.out.find("memory.usage_in_bytes"), std::string::npos) << r.out;
+  r = Ctr({"task", "metrics", "--format", "json", "t1"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_NE(r.out.find("\"usage\""), std::string::npos) << r.out;
+
+  // kill: the exit reaches containerd
+  r = Ctr({"task", "kill", "-s", "SIGKILL", "t1"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_TRUE(WaitForStatus("t1", "STOPPED"));
+  // ctr reports a non-zero exit status of the deleted task as a warning.
+  r = Ctr({"task", "rm", "t1"});
+  EXPECT_NE(r.err.find("exit code 137"), std::string::npos) << r.Describe();
+  EXPECT_TRUE(Ctr({"container", "rm", "t1"}).ok());
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 10s));
+}
+
+TEST_P(HullCtrTest, UpdateChangesTheCgroupLimit) {
+  ASSERT_TRUE(Run({"-d"}, "t1", {"sleep", "1000"}).ok());
+  pid_t pid = Task("t1").first;
+  ASSERT_GT(pid, 0);
+  containerd::task::v2::UpdateTaskRequest update;
+  update.set_id("t1");
+  update.mutable_resources()->set_type_url(
+      "types.containerd.io/opencontainers/runtime-spec/1/LinuxResources");
+  update.mutable_resources()->set_value(R"({"pids":{"limit":42}})");
+  auto done = CallShim<google::protobuf::Empty>("t1", "Update", update);
+  ASSERT_TRUE(done.has_value()) << done.error().ToString();
+  // The pids cgroup of the init now says 42.
+  std::ifstream cg("/proc/" + std::to_string(pid) + "/cgroup");
+  std::string line, path;
+  while (std::getline(cg, line)) {
+    if (line.find(":pids:") != std::string::npos) path = line.substr(line.rfind(':') + 1);
+  }
+  ASSERT_FALSE(path.empty());
+  std::ifstream max("/sys/fs/cgroup/pids" + path + "/pids.max");
+  std::string value;
+  max >> value;
+  EXPECT_EQ(value, "42");
+  RemoveContainer("t1");
+}
+
+TEST_P(HullCtrTest, CheckpointWorksOrSaysWhyNot) {
+  ASSERT_TRUE(Run({"-d"}, "t1", {"sleep", "1000"}).ok());
+  bool criu_works = RunCommand({"criu", "check"}).ok();
+  CommandResult r = Ctr({"task", "checkpoint", "t1"});
+  if (criu_works) {
+    EXPECT_TRUE(r.ok()) << r.Describe();
+  } else {
+    EXPECT_FALSE(r.ok());
+    EXPECT_NE(r.err.find("failed precondition"), std::string::npos) << r.Describe();
+    EXPECT_EQ(Task("t1").second, "RUNNING");
+  }
+  RemoveContainer("t1");
+}
+
+TEST_P(HullCtrTest, ContainersOfOneSandboxShareOneShim) {
+  std::string group = "io.kubernetes.cri.sandbox-id=pod1";
+  ASSERT_TRUE(Run({"-d", "--annotation", group}, "a", {"sleep", "1000"}).ok());
+  ASSERT_TRUE(Run({"-d", "--annotation", group}, "b", {"sleep", "1000"}).ok());
+  EXPECT_EQ(Shims().size(), 1u);
+  std::ifstream a(Bundle("a") + "/address"), b(Bundle("b") + "/address");
+  std::string address_a, address_b;
+  std::getline(a, address_a);
+  std::getline(b, address_b);
+  EXPECT_EQ(address_a, address_b);
+  // Both are served: exec in each.
+  EXPECT_EQ(Ctr({"task", "exec", "--exec-id", "x", "a", "echo", "in-a"}).out, "in-a\n");
+  EXPECT_EQ(Ctr({"task", "exec", "--exec-id", "x", "b", "echo", "in-b"}).out, "in-b\n");
+  // Deleting one keeps the shim for the other.
+  RemoveContainer("a");
+  EXPECT_EQ(Shims().size(), 1u);
+  EXPECT_EQ(Task("b").second, "RUNNING");
+  RemoveContainer("b");
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 10s));
+}
+
+TEST_P(HullCtrTest, ContainersKeepRunningAcrossAContainerdRestart) {
+  ASSERT_TRUE(Run({"-d"}, "t1", {"sleep", "1000"}).ok());
+  pid_t pid = Task("t1").first;
+  auto shims = Shims();
+  ASSERT_EQ(shims.size(), 1u);
+  std::string error;
+  ASSERT_TRUE(containerd_->Restart(&error)) << error;
+  // containerd reconnected through <bundle>/address to the same shim.
+  EXPECT_EQ(Shims(), shims);
+  EXPECT_EQ(Task("t1"), std::make_pair(pid, std::string("RUNNING")));
+  EXPECT_EQ(Ctr({"task", "exec", "--exec-id", "x", "t1", "echo", "after"}).out, "after\n");
+  // A later exit still reaches containerd.
+  ASSERT_TRUE(Ctr({"task", "kill", "-s", "SIGKILL", "t1"}).ok());
+  EXPECT_TRUE(WaitForStatus("t1", "STOPPED"));
+  EXPECT_NE(Ctr({"task", "rm", "t1"}).err.find("exit code 137"), std::string::npos);
+  Ctr({"container", "rm", "t1"});
+}
+
+TEST_P(HullCtrTest, KilledShimIsReportedAs137AndCleanedUp) {
+  ASSERT_TRUE(Run({"-d"}, "t1", {"sleep", "1000"}).ok());
+  pid_t pid = Task("t1").first;
+  auto shims = Shims();
+  ASSERT_EQ(shims.size(), 1u);
+  std::ifstream in(Bundle("t1") + "/address");
+  std::string address;
+  std::getline(in, address);
+  auto events = StartEvents();
+  ASSERT_NE(events, nullptr);
+  ASSERT_EQ(::kill(shims[0], SIGKILL), 0);
+  // containerd runs `containerd-shim-hull-v2 delete`, which kills the
+  // container and unmounts its rootfs, and reports the exit status it prints.
+  EXPECT_TRUE(events->WaitForOutput("\"exit_status\":137", 30s)) << events->Output();
+  EXPECT_TRUE(WaitUntil([&] { return !ProcessAlive(pid) && Shims().empty(); }, 20s));
+  events->Stop();
+  Ctr({"task", "rm", "t1"});
+  Ctr({"container", "rm", "t1"});
+  for (const auto& m : MountsUnder(containerd_->dir())) ADD_FAILURE() << "left mounted: " << m;
+  EXPECT_FALSE(fs::exists(address.substr(7))) << address;
+  for (pid_t p : Shims()) {
+    std::ifstream cmdline("/proc/" + std::to_string(p) + "/cmdline");
+    std::string text((std::istreambuf_iterator<char>(cmdline)), {});
+    std::replace(text.begin(), text.end(), '\0', ' ');
+    ADD_FAILURE() << "shim left: " << p << " " << text;
+  }
+}
+
+TEST_P(HullCtrTest, FiftyContainersLeakNothing) {
+  pid_t daemon = containerd_->pid();
+  // One warm-up run so containerd's lazily opened descriptors are counted.
+  ASSERT_TRUE(Run({"--rm"}, "warm", {"true"}).ok());
+  size_t fds_before = OpenFds(daemon).size();
+  auto sockets_before = SocketsUnder("/run/containerd/s");
+  for (int i = 0; i < 50; ++i) {
+    CommandResult r = Run({"--rm"}, "loop" + std::to_string(i), {"true"});
+    ASSERT_TRUE(r.ok()) << i << ": " << r.Describe();
+  }
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 10s));
+  EXPECT_TRUE(MountsUnder(containerd_->state()).empty());
+  EXPECT_EQ(SocketsUnder("/run/containerd/s"), sockets_before);
+  EXPECT_LE(OpenFds(daemon).size(), fds_before + 2);
+  std::error_code ec;
+  EXPECT_TRUE(fs::is_empty(containerd_->state() + "/io.containerd.runtime.v2.task/default", ec));
+}
+
+// ---- bad input ----
+
+TEST_P(HullCtrTest, UnknownRuntimeBinaryIsAClearErrorAndLeaksNothing) {
+  std::ofstream(config_) << "runtime = \"/nonexistent/hull-no-such-runtime\"\n";
+  CommandResult r = Run({"--rm"}, "t1", {"true"});
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.err.find("hull-no-such-runtime"), std::string::npos) << r.Describe();
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 10s));
+  EXPECT_TRUE(MountsUnder(containerd_->state()).empty());
+}
+
+TEST_P(HullCtrTest, UnknownConfigKeyIsInvalidArgument) {
+  std::ofstream(config_) << "runtime = \"" << GetParam() << "\"\nno_such_key = 1\n";
+  CommandResult r = Run({"--rm"}, "t1", {"true"});
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.err.find("no_such_key"), std::string::npos) << r.Describe();
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 10s));
+}
+
+TEST_P(HullCtrTest, BadStdioUriIsInvalidArgument) {
+  CommandResult r = Run({"--rm", "--log-uri", "bogus://x"}, "t1", {"true"});
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.err.find("invalid argument"), std::string::npos) << r.Describe();
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 10s));
+  EXPECT_TRUE(MountsUnder(containerd_->state()).empty());
+  EXPECT_TRUE(ProcessesMatching("sleep").empty());
+}
+
+TEST_P(HullCtrTest, DuplicateExecIdIsAlreadyExists) {
+  ASSERT_TRUE(Run({"-d"}, "t1", {"sleep", "1000"}).ok());
+  CommandResult first = Ctr({"task", "exec", "-d", "--exec-id", "dup", "t1", "sleep", "100"});
+  ASSERT_TRUE(first.ok()) << first.Describe();
+  CommandResult second = Ctr({"task", "exec", "-d", "--exec-id", "dup", "t1", "sleep", "100"});
+  EXPECT_FALSE(second.ok());
+  EXPECT_NE(second.err.find("already exists"), std::string::npos) << second.Describe();
+  RemoveContainer("t1");
+}
+
+TEST_P(HullCtrTest, CallsInTheWrongStateAreFailedPrecondition) {
+  ASSERT_TRUE(Run({"-d"}, "t1", {"sleep", "1000"}).ok());
+  CommandResult r = Ctr({"task", "resume", "t1"});  // running, not paused
+  EXPECT_NE(r.err.find("failed precondition"), std::string::npos) << r.Describe();
+  ASSERT_TRUE(Ctr({"task", "kill", "-s", "SIGKILL", "t1"}).ok());
+  ASSERT_TRUE(WaitForStatus("t1", "STOPPED"));
+  r = Ctr({"task", "pause", "t1"});
+  EXPECT_NE(r.err.find("failed precondition"), std::string::npos) << r.Describe();
+  r = Ctr({"task", "exec", "--exec-id", "late", "t1", "true"});
+  EXPECT_NE(r.err.find("failed precondition"), std::string::npos) << r.Describe();
+  r = Ctr({"task", "kill", "t1"});
+  EXPECT_NE(r.err.find("not found"), std::string::npos) << r.Describe();
+  Ctr({"task", "rm", "t1"});
+  Ctr({"container", "rm", "t1"});
+}
+
+TEST_P(HullCtrTest, StdinReachesTheContainerAndCloseIOEndsIt) {
+  // ctr copies its stdin into the container and calls CloseIO at EOF; cat
+  // then sees EOF and exits. ctr can only call CloseIO once the task exists
+  // (an EOF before that is lost, with any shim), hence the late input.
+  std::string cmd = "(sleep 1; printf 'line one\\nline two\\n') | ctr --address " + containerd_->address() +
+                    " -n default run --rm --fifo-dir " + containerd_->dir() + "/fifo --runtime " +
+                    kHull + " --runtime-config-path " + config_ + " " + kBusybox + " t2 cat";
+  CommandResult r = RunCommand({"sh", "-c", cmd}, 30s);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_EQ(r.out, "line one\nline two\n");
+}
+
+TEST_P(HullCtrTest, LogUriFileAndBinary) {
+  std::string log = containerd_->dir() + "/logs/t1.log";
+  CommandResult r = Run({"--rm", "--log-uri", "file://" + log}, "t1",
+                        {"sh", "-c", "echo to-stdout; echo to-stderr >&2"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("to-stdout\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("to-stderr\n"), std::string::npos) << text;
+
+  // A logging binary gets stdout on fd 3 and stderr on fd 4 and signals
+  // readiness on fd 5; its environment names the container.
+  std::string logger = containerd_->dir() + "/logger.sh";
+  std::string out = containerd_->dir() + "/binary.log";
+  std::ofstream(logger) << "#!/bin/sh\nexec 5>&-\n(echo \"id=$CONTAINER_ID ns=$CONTAINER_NAMESPACE\"; cat <&3; cat <&4) > "
+                        << out << "\n";
+  fs::permissions(logger, fs::perms::owner_all);
+  r = Run({"--rm", "--log-uri", "binary://" + logger}, "t2", {"echo", "via-binary"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_TRUE(WaitUntil([&] {
+    std::ifstream f(out);
+    std::string t((std::istreambuf_iterator<char>(f)), {});
+    return t.find("via-binary") != std::string::npos;
+  }, 10s));
+  std::ifstream f(out);
+  std::string t((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_NE(t.find("id=t2 ns=default"), std::string::npos) << t;
+}
+
+// Parses `ctr events` lines "<time> <ns> <topic> <json>" into topic + json.
+std::vector<std::pair<std::string, std::string>> ParseEvents(const std::string& output) {
+  std::vector<std::pair<std::string, std::string>> events;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    auto topic = line.find(" /tasks/");
+    if (topic == std::string::npos) continue;
+    auto space = line.find(' ', topic + 1);
+    events.emplace_back(line.substr(topic + 1, space - topic - 1),
+                        space == std::string::npos ? "" : line.substr(space + 1));
+  }
+  return events;
+}
+
+TEST_P(HullCtrTest, EventsArriveInOrder) {
+  auto events = StartEvents();
+  ASSERT_NE(events, nullptr);
+  // The init exits while an exec is still running: the exec dies with the
+  // pid namespace, and its exit must be published before the init's.
+  ASSERT_TRUE(Run({"-d"}, "t1", {"sh", "-c", "sleep 2"}).ok());
+  ASSERT_TRUE(Ctr({"task", "exec", "-d", "--exec-id", "e1", "t1", "sleep", "100"}).ok());
+  ASSERT_TRUE(WaitForStatus("t1", "STOPPED"));
+  ASSERT_TRUE(Ctr({"task", "rm", "t1"}).ok());
+  ASSERT_TRUE(events->WaitForOutput("/tasks/delete", 20s)) << events->Output();
+  events->Stop();
+  std::vector<std::string> order;
+  for (auto& [topic, json] : ParseEvents(events->Output())) {
+    if (json.find("\"container_id\":\"t1\"") == std::string::npos) continue;
+    if (topic == "/tasks/exit") {
+      order.push_back(json.find("\"id\":\"e1\"") != std::string::npos ? "exit-e1" : "exit-t1");
+    } else {
+      order.push_back(topic);
+    }
+  }
+  std::vector<std::string> expected = {"/tasks/create", "/tasks/start", "/tasks/exec-added",
+                                       "/tasks/exec-started", "exit-e1", "exit-t1",
+                                       "/tasks/delete"};
+  EXPECT_EQ(order, expected) << events->Output();
+  Ctr({"container", "rm", "t1"});
+}
+
+TEST_P(HullCtrTest, OomKillIsPublished) {
+  auto events = StartEvents();
+  ASSERT_NE(events, nullptr);
+  // 16 MiB limit; dd asks for a 64 MiB buffer.
+  CommandResult r = Run({"--rm", "--memory-limit", "16777216"}, "t1",
+                        {"dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1"});
+  EXPECT_EQ(r.exit_code, 137) << r.Describe();
+  EXPECT_TRUE(events->WaitForOutput("/tasks/oom", 10s)) << events->Output();
+  events->Stop();
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, HullCtrTest, ::testing::Values("runc", "crun"));
