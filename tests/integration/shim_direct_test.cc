@@ -1,0 +1,306 @@
+// hull's shim driven directly over its ttrpc socket, the way containerd
+// drives it, with real runc underneath. containerd is replaced only where it
+// is the peer: a recording Events server on TTRPC_ADDRESS. This checks what
+// ctr cannot show: the exact status code of every wrong call, and the exact
+// order of the events the shim forwards.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "base/event_loop.h"
+#include "base/unique_fd.h"
+#include "containerd/events/task.pb.h"
+#include "containerd/services/events/ttrpc/v1/events.pb.h"
+#include "containerd/task/v2/shim.pb.h"
+#include "google/protobuf/empty.pb.h"
+#include "tests/integration/harness/harness.h"
+#include "ttrpc/client.h"
+#include "ttrpc/server.h"
+
+namespace hull::itest {
+namespace {
+
+namespace fs = std::filesystem;
+namespace tv2 = containerd::task::v2;
+using namespace std::chrono_literals;
+using google::protobuf::Empty;
+
+constexpr char kTask[] = "containerd.task.v2.Task";
+
+class ShimDirectTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string reason = SkipReason(); !reason.empty()) GTEST_SKIP() << reason;
+    if (HullShimDir().empty()) GTEST_SKIP() << "containerd-shim-hull-v2 is not built";
+    char tmpl[] = "/tmp/hull-direct-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    loop_ = std::move(*EventLoop::Create());
+    // The recording events server, where containerd's ttrpc socket would be.
+    events_server_ = std::make_unique<ttrpc::Server>(*loop_);
+    events_server_->RegisterUnary<containerd::services::events::ttrpc::v1::ForwardRequest, Empty>(
+        "containerd.services.events.ttrpc.v1.Events", "Forward",
+        [this](const ttrpc::CallContext&, containerd::services::events::ttrpc::v1::ForwardRequest r,
+               ttrpc::TypedResponder<Empty> out) {
+          events_.push_back(r.envelope());
+          out.Reply(Empty());
+        });
+    ASSERT_TRUE(events_server_->Listen(dir_ + "/containerd.sock.ttrpc").ok());
+  }
+
+  void TearDown() override {
+    if (client_) client_.reset();
+    // Kill whatever the shim left (a test that failed midway) and clean up.
+    for (const auto& id : ids_) {
+      RunCommand({"runc", "--root", "/run/containerd/runc/hulldirect", "delete", "--force", id});
+    }
+    for (pid_t p : ProcessesMatching(dir_)) ::kill(p, SIGKILL);
+    if (!address_.empty()) ::unlink(address_.substr(7).c_str());
+    std::error_code ec;
+    fs::remove("/run/containerd/runc/hulldirect", ec);  // only if empty
+    events_server_.reset();
+    loop_.reset();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // A bundle whose rootfs is busybox and whose process runs `args`.
+  std::string MakeBundle(const std::string& id, const std::vector<std::string>& args) {
+    std::string bundle = dir_ + "/" + id;
+    fs::create_directories(bundle + "/rootfs/bin");
+    fs::copy_file("/bin/busybox", bundle + "/rootfs/bin/busybox");
+    for (const char* applet : {"sh", "sleep", "true", "echo"}) {
+      fs::create_symlink("busybox", bundle + "/rootfs/bin/" + applet);
+    }
+    CommandResult spec = RunCommand({"sh", "-c", "cd " + bundle + " && runc spec"});
+    EXPECT_TRUE(spec.ok()) << spec.Describe();
+    std::ifstream in(bundle + "/config.json");
+    std::string json((std::istreambuf_iterator<char>(in)), {});
+    std::string quoted;
+    for (const auto& a : args) quoted += (quoted.empty() ? "\"" : ", \"") + a + "\"";
+    auto pos = json.find("\"sh\"");
+    json.replace(pos, 4, quoted);
+    json.replace(json.find("\"terminal\": true"), 16, "\"terminal\": false");
+    std::ofstream(bundle + "/config.json") << json;
+    ::mkfifo((bundle + "/log").c_str(), 0700);
+    ids_.push_back(id);
+    return bundle;
+  }
+
+  // Runs the shim's `start` in `bundle` the way containerd does and connects.
+  void StartShim(const std::string& id, const std::string& bundle) {
+    // containerd keeps the log FIFO open for reading; so do we.
+    log_reader_.reset(::open((bundle + "/log").c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
+    std::string shim = HullShimDir() + "/containerd-shim-hull-v2";
+    CommandResult r = RunCommand(
+        {"sh", "-c",
+         "cd " + bundle + " && exec " + shim + " -namespace hulldirect -address " + dir_ +
+             "/containerd.sock -publish-binary /usr/bin/containerd -id " + id + " start"},
+        30s, "", {"TTRPC_ADDRESS=" + dir_ + "/containerd.sock.ttrpc"});
+    ASSERT_TRUE(r.ok()) << r.Describe();
+    ASSERT_EQ(r.err, "");
+    address_ = r.out;
+    auto client = ttrpc::Client::Connect(*loop_, address_);
+    ASSERT_TRUE(client.has_value()) << client.error().ToString();
+    client_ = std::move(*client);
+  }
+
+  template <typename Resp, typename Req>
+  Result<Resp> Call(const std::string& method, const Req& request) {
+    std::optional<Result<Resp>> result;
+    ttrpc::CallOptions options;
+    options.deadline = loop_->Now() + 20s;
+    options.metadata.emplace_back("containerd-namespace-ttrpc", "hulldirect");
+    client_->CallUnary<Resp>(kTask, method, request, options,
+                             [&](Result<Resp> r) { result = std::move(r); });
+    loop_->RunUntil([&] { return result.has_value(); }, 30s);
+    if (!result) return DeadlineExceededError("no answer");
+    return *result;
+  }
+
+  Code CodeOf(const Status& s) { return s.code(); }
+
+  tv2::CreateTaskRequest CreateRequest(const std::string& id, const std::string& bundle) {
+    tv2::CreateTaskRequest r;
+    r.set_id(id);
+    r.set_bundle(bundle);
+    return r;
+  }
+
+  // Waits (running the loop, so Forward calls are answered) for an event.
+  bool WaitForTopic(const std::string& topic, size_t count = 1) {
+    return loop_->RunUntil(
+        [&] {
+          size_t n = 0;
+          for (const auto& e : events_) n += e.topic() == topic;
+          return n >= count;
+        },
+        20s);
+  }
+
+  std::vector<std::string> Topics() const {
+    std::vector<std::string> topics;
+    for (const auto& e : events_) {
+      std::string t = e.topic();
+      if (t == "/tasks/exit") {
+        containerd::events::TaskExit exit;
+        exit.ParseFromString(e.event().value());
+        t += ":" + exit.id();
+      }
+      topics.push_back(t);
+    }
+    return topics;
+  }
+
+  std::string dir_;
+  std::string address_;
+  UniqueFd log_reader_;
+  std::vector<std::string> ids_;
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<ttrpc::Server> events_server_;
+  std::unique_ptr<ttrpc::Client> client_;
+  std::vector<containerd::services::events::ttrpc::v1::Envelope> events_;
+};
+
+TEST_F(ShimDirectTest, MalformedConfigJsonIsInvalidArgumentAndLeaksNothing) {
+  std::string bundle = MakeBundle("bad", {"true"});
+  StartShim("bad", bundle);
+  std::ofstream(bundle + "/config.json") << "{ this is not json";
+  auto r = Call<tv2::CreateTaskResponse>("Create", CreateRequest("bad", bundle));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), Code::kInvalidArgument) << r.error().ToString();
+  // The shim still answers, holds no container, and shuts down cleanly.
+  tv2::StateRequest state;
+  state.set_id("bad");
+  EXPECT_EQ(Call<tv2::StateResponse>("State", state).error().code(), Code::kNotFound);
+  EXPECT_TRUE(Call<Empty>("Shutdown", tv2::ShutdownRequest()).has_value());
+  EXPECT_TRUE(WaitUntil([&] { return ProcessesMatching(dir_).empty(); }, 10s));
+  EXPECT_FALSE(fs::exists(address_.substr(7)));
+  EXPECT_TRUE(MountsUnder(dir_).empty());
+}
+
+TEST_F(ShimDirectTest, WrongCallsGetTheRightCodesAndEventsComeInOrder) {
+  std::string bundle = MakeBundle("c1", {"sleep", "100"});
+  StartShim("c1", bundle);
+  auto created = Call<tv2::CreateTaskResponse>("Create", CreateRequest("c1", bundle));
+  ASSERT_TRUE(created.has_value()) << created.error().ToString();
+  EXPECT_GT(created->pid(), 0u);
+
+  // Create again: AlreadyExists. Unknown container: NotFound.
+  EXPECT_EQ(Call<tv2::CreateTaskResponse>("Create", CreateRequest("c1", bundle)).error().code(),
+            Code::kAlreadyExists);
+  tv2::StartRequest start;
+  start.set_id("nope");
+  EXPECT_EQ(Call<tv2::StartResponse>("Start", start).error().code(), Code::kNotFound);
+  // Resume of a created container: FailedPrecondition.
+  tv2::ResumeRequest resume;
+  resume.set_id("c1");
+  EXPECT_EQ(Call<Empty>("Resume", resume).error().code(), Code::kFailedPrecondition);
+
+  start.set_id("c1");
+  auto started = Call<tv2::StartResponse>("Start", start);
+  ASSERT_TRUE(started.has_value()) << started.error().ToString();
+  EXPECT_EQ(started->pid(), created->pid());
+  // Start twice: FailedPrecondition. Delete while running: FailedPrecondition.
+  EXPECT_EQ(Call<tv2::StartResponse>("Start", start).error().code(), Code::kFailedPrecondition);
+  tv2::DeleteRequest del;
+  del.set_id("c1");
+  EXPECT_EQ(Call<tv2::DeleteResponse>("Delete", del).error().code(), Code::kFailedPrecondition);
+
+  // Execs: duplicate id, kill before start, wait on unknown exec.
+  tv2::ExecProcessRequest exec;
+  exec.set_id("c1");
+  exec.set_exec_id("e1");
+  exec.mutable_spec()->set_type_url("types.containerd.io/opencontainers/runtime-spec/1/Process");
+  exec.mutable_spec()->set_value(R"({"args":["sleep","100"],"cwd":"/","env":["PATH=/bin"]})");
+  ASSERT_TRUE(Call<Empty>("Exec", exec).has_value());
+  EXPECT_EQ(Call<Empty>("Exec", exec).error().code(), Code::kAlreadyExists);
+  tv2::KillRequest kill;
+  kill.set_id("c1");
+  kill.set_exec_id("e1");
+  kill.set_signal(SIGKILL);
+  EXPECT_EQ(Call<Empty>("Kill", kill).error().code(), Code::kFailedPrecondition);
+  tv2::WaitRequest wait_unknown;
+  wait_unknown.set_id("c1");
+  wait_unknown.set_exec_id("nope");
+  EXPECT_EQ(Call<tv2::WaitResponse>("Wait", wait_unknown).error().code(), Code::kNotFound);
+  tv2::ExecProcessRequest bad_exec = exec;
+  bad_exec.set_exec_id("e2");
+  bad_exec.mutable_spec()->set_value("not json");
+  EXPECT_EQ(Call<Empty>("Exec", bad_exec).error().code(), Code::kInvalidArgument);
+
+  start.set_exec_id("e1");
+  auto exec_started = Call<tv2::StartResponse>("Start", start);
+  ASSERT_TRUE(exec_started.has_value()) << exec_started.error().ToString();
+
+  // Kill the init while the exec runs: the exec's exit must come first.
+  kill.set_exec_id("");
+  ASSERT_TRUE(Call<Empty>("Kill", kill).has_value());
+  tv2::WaitRequest wait;
+  wait.set_id("c1");
+  auto waited = Call<tv2::WaitResponse>("Wait", wait);
+  ASSERT_TRUE(waited.has_value()) << waited.error().ToString();
+  EXPECT_EQ(waited->exit_status(), 137u);
+  // Kill after exit: NotFound. Update after exit: FailedPrecondition.
+  EXPECT_EQ(Call<Empty>("Kill", kill).error().code(), Code::kNotFound);
+  tv2::UpdateTaskRequest update;
+  update.set_id("c1");
+  update.mutable_resources()->set_value("{}");
+  EXPECT_EQ(Call<Empty>("Update", update).error().code(), Code::kFailedPrecondition);
+
+  del.set_exec_id("e1");
+  auto exec_deleted = Call<tv2::DeleteResponse>("Delete", del);
+  ASSERT_TRUE(exec_deleted.has_value()) << exec_deleted.error().ToString();
+  EXPECT_EQ(exec_deleted->exit_status(), 137u);
+  del.set_exec_id("");
+  auto deleted = Call<tv2::DeleteResponse>("Delete", del);
+  ASSERT_TRUE(deleted.has_value()) << deleted.error().ToString();
+  EXPECT_EQ(deleted->exit_status(), 137u);
+  EXPECT_EQ(Call<tv2::DeleteResponse>("Delete", del).error().code(), Code::kNotFound);
+
+  ASSERT_TRUE(WaitForTopic("/tasks/delete"));
+  std::vector<std::string> expected = {"/tasks/create",       "/tasks/start",
+                                       "/tasks/exec-added",   "/tasks/exec-started",
+                                       "/tasks/exit:e1",      "/tasks/exit:c1",
+                                       "/tasks/delete"};
+  EXPECT_EQ(Topics(), expected);
+  for (const auto& e : events_) {
+    EXPECT_EQ(e.namespace_(), "hulldirect");
+    EXPECT_GT(e.timestamp().seconds(), 0);
+    EXPECT_TRUE(e.event().type_url().starts_with("containerd.events.Task")) << e.event().type_url();
+  }
+
+  EXPECT_TRUE(Call<Empty>("Shutdown", tv2::ShutdownRequest()).has_value());
+  EXPECT_TRUE(WaitUntil([&] { return ProcessesMatching(dir_).empty(); }, 10s));
+  EXPECT_FALSE(fs::exists(address_.substr(7)));
+}
+
+TEST_F(ShimDirectTest, ShortLivedInitExitsAfterItsStartEvent) {
+  std::string bundle = MakeBundle("quick", {"true"});
+  StartShim("quick", bundle);
+  ASSERT_TRUE(Call<tv2::CreateTaskResponse>("Create", CreateRequest("quick", bundle)).has_value());
+  tv2::StartRequest start;
+  start.set_id("quick");
+  ASSERT_TRUE(Call<tv2::StartResponse>("Start", start).has_value());
+  tv2::WaitRequest wait;
+  wait.set_id("quick");
+  auto waited = Call<tv2::WaitResponse>("Wait", wait);
+  ASSERT_TRUE(waited.has_value());
+  EXPECT_EQ(waited->exit_status(), 0u);
+  ASSERT_TRUE(WaitForTopic("/tasks/exit"));
+  std::vector<std::string> expected = {"/tasks/create", "/tasks/start", "/tasks/exit:quick"};
+  EXPECT_EQ(Topics(), expected);
+  tv2::DeleteRequest del;
+  del.set_id("quick");
+  ASSERT_TRUE(Call<tv2::DeleteResponse>("Delete", del).has_value());
+  EXPECT_TRUE(Call<Empty>("Shutdown", tv2::ShutdownRequest()).has_value());
+}
+
+}  // namespace
+}  // namespace hull::itest
