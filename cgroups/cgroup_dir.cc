@@ -1,5 +1,6 @@
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,7 +29,70 @@ bool IsMissing(const Status& status) {
   return status.code() == Code::kNotFound || status.code() == Code::kUnimplemented;
 }
 
+Result<std::vector<std::string>> ListEntries(int dir_fd, const std::filesystem::path& path,
+                                             bool dirs_only) {
+  // fdopendir takes ownership of its descriptor, so give it a fresh one.
+  UniqueFd fd(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return ErrnoError("open", path.string());
+  DIR* dir = ::fdopendir(fd.get());
+  if (dir == nullptr) return ErrnoError("opendir", path.string());
+  (void)fd.release();  // now owned by `dir`
+  std::vector<std::string> names;
+  while (true) {
+    errno = 0;
+    dirent* entry = ::readdir(dir);
+    if (entry == nullptr) break;
+    std::string_view name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    if (dirs_only) {
+      bool is_dir = entry->d_type == DT_DIR;
+      if (entry->d_type == DT_UNKNOWN) {
+        struct stat st;
+        is_dir = ::fstatat(::dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                 S_ISDIR(st.st_mode);
+      }
+      if (!is_dir) continue;
+    }
+    names.emplace_back(name);
+  }
+  int err = errno;
+  ::closedir(dir);
+  if (err != 0) return ErrnoError(err, "readdir", path.string());
+  return names;
+}
+
 }  // namespace
+
+Status ValidateComponent(std::string_view name) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos) {
+    return InvalidArgumentError("not a single path component: \"" + std::string(name) + "\"");
+  }
+  return Status::Ok();
+}
+
+Result<CgroupDir> CgroupDir::OpenChild(std::string_view name) const {
+  HULL_RETURN_IF_ERROR(ValidateComponent(name));
+  std::string n(name);
+  UniqueFd fd(::openat(fd_.get(), n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return ErrnoError("open", (path_ / n).string());
+  return CgroupDir(std::move(fd), path_ / n);
+}
+
+Status CgroupDir::MakeChild(std::string_view name, mode_t mode) const {
+  HULL_RETURN_IF_ERROR(ValidateComponent(name));
+  std::string n(name);
+  if (::mkdirat(fd_.get(), n.c_str(), mode) != 0) return ErrnoError("mkdir", (path_ / n).string());
+  return Status::Ok();
+}
+
+Status CgroupDir::RemoveChild(std::string_view name) const {
+  HULL_RETURN_IF_ERROR(ValidateComponent(name));
+  std::string n(name);
+  if (::unlinkat(fd_.get(), n.c_str(), AT_REMOVEDIR) != 0) {
+    return ErrnoError("rmdir", (path_ / n).string());
+  }
+  return Status::Ok();
+}
 
 Result<CgroupDir> CgroupDir::Open(const std::filesystem::path& mount_point,
                                   std::string_view relative) {
@@ -76,24 +140,11 @@ Status CgroupDir::Write(std::string_view name, std::string_view data) const {
 }
 
 Result<std::vector<std::string>> CgroupDir::List() const {
-  // fdopendir takes ownership of its descriptor, so give it a fresh one.
-  UniqueFd fd(::openat(fd_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd) return ErrnoError("open", path_.string());
-  DIR* dir = ::fdopendir(fd.get());
-  if (dir == nullptr) return ErrnoError("opendir", path_.string());
-  (void)fd.release();  // now owned by `dir`
-  std::vector<std::string> names;
-  while (true) {
-    errno = 0;
-    dirent* entry = ::readdir(dir);
-    if (entry == nullptr) break;
-    std::string_view name = entry->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
-  int err = errno;
-  ::closedir(dir);
-  if (err != 0) return ErrnoError(err, "readdir", path_.string());
-  return names;
+  return ListEntries(fd_.get(), path_, /*dirs_only=*/false);
+}
+
+Result<std::vector<std::string>> CgroupDir::ListDirs() const {
+  return ListEntries(fd_.get(), path_, /*dirs_only=*/true);
 }
 
 Result<CgroupDir> CgroupDir::Duplicate() const {

@@ -5,6 +5,8 @@
 // the metrics readers use.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -41,6 +43,15 @@ class CgroupDir {
 
   Result<CgroupDir> Duplicate() const;
 
+  // The subdirectory `name` (one path component, O_NOFOLLOW).
+  Result<CgroupDir> OpenChild(std::string_view name) const;
+  // mkdirat; AlreadyExists if there is one.
+  Status MakeChild(std::string_view name, mode_t mode = 0755) const;
+  // unlinkat(AT_REMOVEDIR).
+  Status RemoveChild(std::string_view name) const;
+  // Names of the subdirectories (the child cgroups).
+  Result<std::vector<std::string>> ListDirs() const;
+
  private:
   CgroupDir(UniqueFd fd, std::filesystem::path path) : fd_(std::move(fd)), path_(std::move(path)) {}
 
@@ -71,6 +82,9 @@ class StatFiles {
   const CgroupDir& dir_;
   Status status_;
 };
+
+// A single path component: not empty, no '/', not "." or "..".
+Status ValidateComponent(std::string_view name);
 
 // Reads a whole file by path (for /proc, where nothing is container-made).
 Result<std::string> ReadFileAt(const std::filesystem::path& path);

@@ -1,17 +1,23 @@
 // cgroups: where a process's cgroups are, what they cost (the Stats metrics
-// containerd decodes) and when they run out of memory. Every path is read
-// under Roots (the proc and cgroupfs mount points), so tests point the module
-// at a temporary tree laid out like /sys/fs/cgroup. Reads of cgroupfs files
-// are synchronous (the files live in kernel memory and never wait on I/O);
-// OOM watches run on the EventLoop. Loop thread only; no global state.
+// containerd decodes), when they run out of memory, and (cgroup v2) making
+// them: create with limits, freeze, kill, remove. Every path is read under
+// Roots (the proc and cgroupfs mount points), so tests point the module at a
+// temporary tree laid out like /sys/fs/cgroup. Reads and writes of cgroupfs
+// files are synchronous (kernel memory, no I/O waits); waiting for the kernel
+// (frozen, emptied) is bounded, or runs on the EventLoop (the *Async calls,
+// OOM watches). Loop thread only; no global state.
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
+#include <limits>
+#include <memory>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +27,7 @@
 #include "base/event_loop.h"
 #include "base/status.h"
 #include "google/protobuf/any.pb.h"
+
 #include "io/containerd/cgroups/v1/metrics.pb.h"
 #include "io/containerd/cgroups/v2/metrics.pb.h"
 
@@ -81,6 +88,143 @@ struct ProcessCgroups {
 Result<ProcessCgroups> ParseProcCgroup(std::string_view content);
 Result<ProcessCgroups> ReadProcessCgroups(pid_t pid, const Roots& roots = {});
 
+// ---- cgroup v2 limits ------------------------------------------------------
+
+// "max": no limit, in every limit field below.
+inline constexpr uint64_t kUnlimited = std::numeric_limits<uint64_t>::max();
+
+// cpu.max: `quota` microseconds of CPU per `period` (kUnlimited quota: "max").
+struct CpuMax {
+  uint64_t quota = kUnlimited;
+  uint64_t period = 100000;
+  friend bool operator==(const CpuMax&, const CpuMax&) = default;
+};
+
+// One line of io.max: "<major>:<minor> <key>=<value>", key rbps, wbps, riops
+// or wiops.
+struct IoMax {
+  uint64_t major = 0;
+  uint64_t minor = 0;
+  std::string key;
+  uint64_t value = kUnlimited;
+  friend bool operator==(const IoMax&, const IoMax&) = default;
+};
+
+// A per-device blkio weight (10..1000, OCI's scale).
+struct IoDeviceWeight {
+  uint64_t major = 0;
+  uint64_t minor = 0;
+  uint64_t weight = 0;
+  friend bool operator==(const IoDeviceWeight&, const IoDeviceWeight&) = default;
+};
+
+// rdma.max for one device.
+struct RdmaMax {
+  std::string device;
+  std::optional<uint32_t> hca_handles;  // nullopt: max
+  std::optional<uint32_t> hca_objects;
+  friend bool operator==(const RdmaMax&, const RdmaMax&) = default;
+};
+
+// What a cgroup v2 directory is limited to, in the kernel's units. Unset
+// fields are left as they are. Built from OCI LinuxResources by
+// ParseResources, or directly (the pod's size).
+struct Resources {
+  std::optional<uint64_t> cpu_weight;  // cpu.weight, 1..10000
+  std::optional<CpuMax> cpu_max;
+  std::optional<uint64_t> cpu_max_burst;  // cpu.max.burst, microseconds (Linux 5.14+)
+  std::optional<int64_t> cpu_idle;     // cpu.idle (Linux 5.15+)
+  std::optional<std::string> cpuset_cpus;
+  std::optional<std::string> cpuset_mems;
+
+  std::optional<uint64_t> memory_min;
+  std::optional<uint64_t> memory_low;
+  std::optional<uint64_t> memory_high;
+  std::optional<uint64_t> memory_max;
+  std::optional<uint64_t> memory_swap_max;
+
+  std::optional<uint64_t> pids_max;
+
+  // OCI's blkio weight (10..1000): io.bfq.weight as is where the kernel has
+  // BFQ, else io.weight on its 1..10000 scale (IoWeightFromBlkio).
+  std::optional<uint64_t> blkio_weight;
+  std::vector<IoDeviceWeight> blkio_weight_devices;
+  std::vector<IoMax> io_max;
+
+  // Page size label ("2MB", "1GB") -> hugetlb.<label>.max bytes.
+  std::map<std::string, uint64_t, std::less<>> hugetlb_max;
+  std::vector<RdmaMax> rdma_max;
+
+  // OCI's linux.resources.unified: file name -> content, written last, so it
+  // overrides the fields above.
+  std::map<std::string, std::string, std::less<>> unified;
+
+  // The controllers these limits need ("cpu", "memory", ...).
+  std::vector<std::string> Controllers() const;
+  friend bool operator==(const Resources&, const Resources&) = default;
+};
+
+// runc's conversions from the cgroup v1 scales OCI and CRI speak.
+// cpu.weight = 1 + ((shares - 2) * 9999) / 262142, shares clamped to the
+// kernel's v1 range 2..262144 (so weight is 1..10000); 0 shares: unset.
+uint64_t CpuWeightFromShares(uint64_t shares);
+// io.weight = 1 + (weight - 10) * 9999 / 990, weight clamped to 10..1000.
+uint64_t IoWeightFromBlkio(uint64_t blkio_weight);
+// memory.swap.max from OCI's memory.swap (memory + swap) and memory.limit,
+// both -1 for unlimited, 0 for unset: swap - limit. nullopt: leave unset.
+// InvalidArgument for a swap limit without a memory limit, or below it.
+Result<std::optional<uint64_t>> SwapMaxFromOci(int64_t swap, int64_t limit);
+
+// OCI's linux.resources object -> Resources. Wrong types and impossible
+// values are InvalidArgument naming the field ("memory.swap: ..."); fields
+// cgroup v2 has no file for (cpu.realtime*, memory.kernel*, swappiness,
+// disableOOMKiller, network, devices: runc puts those in an eBPF program) are
+// ignored. Never throws.
+Result<Resources> ParseResources(const nlohmann::json& linux_resources);
+Result<Resources> ParseResources(const nlohmann::ordered_json& linux_resources);
+Result<Resources> ParseResources(std::string_view linux_resources_json);
+
+// ---- cgroup paths ----------------------------------------------------------
+
+// A systemd slice name -> its cgroupfs path, as systemd (and runc) nest
+// slices: "a-b-c.slice" -> "/a.slice/a-b.slice/a-b-c.slice", "-.slice" -> "/".
+// InvalidArgument if it does not end in ".slice", has a '/' or an empty
+// dash-separated part.
+Result<std::string> ExpandSlice(std::string_view slice);
+
+// OCI linux.cgroupsPath -> the absolute cgroup path. With the systemd driver
+// it is "slice:prefix:name": the scope "<prefix>-<name>.scope" (or
+// "<name>.scope" without a prefix) in the expanded slice (default
+// "system.slice"), or, when name ends in ".slice", that name itself there,
+// as runc joins them: "system.slice:docker:abc" ->
+// "/system.slice/docker-abc.scope", "a-b.slice:p:c" -> "/a.slice/a-b.slice/p-c.scope".
+// Otherwise the path as given, "/" added in front of a relative one.
+// InvalidArgument for a malformed path (wrong number of parts, '/' in a
+// part, "." or ".." components).
+Result<std::string> CgroupPathFromOci(std::string_view cgroups_path, bool systemd);
+
+// cgroup.events of a v2 cgroup.
+struct CgroupEvents {
+  bool populated = false;  // processes in it or below
+  bool frozen = false;
+};
+
+// An asynchronous operation on a cgroup in flight on the EventLoop
+// (Manager::*Async). Its `done` callback runs once, on the loop, never inside
+// the call that started it. Dropping the AsyncOp cancels: `done` is then never
+// called (dropping it inside `done` is fine).
+class AsyncOp {
+ public:
+  struct State;
+  AsyncOp() = default;
+  explicit AsyncOp(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  bool active() const { return state_ != nullptr; }
+  void Reset() { state_.reset(); }
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
 // One cgroup on this host: a directory of the unified tree (v2), or one
 // directory per v1 hierarchy. A Manager is a small value holding locations;
 // every call opens the directories afresh, walking each path component with
@@ -92,8 +236,12 @@ class Manager {
   // The cgroups `pid` is in now.
   static Result<Manager> ForPid(pid_t pid, const Roots& roots = {});
   // The cgroup at `path` (absolute, as in /proc/<pid>/cgroup): on v1, that
-  // path in every mounted hierarchy.
+  // path in every mounted hierarchy. It need not exist (Create makes it).
   static Result<Manager> ForPath(std::string_view path, const Roots& roots = {});
+  // The cgroup at `path` below a cgroup2 mount at `cgroupfs`, without
+  // reading mountinfo: for a caller that knows the host is unified.
+  static Result<Manager> Unified(std::string_view path,
+                                 const std::filesystem::path& cgroupfs = "/sys/fs/cgroup");
 
   Mode mode() const { return mode_; }
   const Roots& roots() const { return roots_; }
@@ -126,6 +274,47 @@ class Manager {
   // When the cgroup is removed the watch goes quiet.
   Result<EventHandle> WatchOom(EventLoop& loop, std::function<void()> on_oom) const;
 
+  // ---- cgroup v2 only (FailedPrecondition on other hosts) ----
+  //
+  // Removal and freezing wait for the kernel: the synchronous calls poll
+  // cgroup.events up to `timeout` (DeadlineExceeded after; meant for paths
+  // off the loop's hot path, such as delete), the *Async ones watch it on
+  // the loop.
+
+  // The absolute cgroup path ("/kubepods/pod1").
+  const std::string& path() const { return path_; }
+
+  // Makes the directory and any missing parents, enabling in each ancestor's
+  // cgroup.subtree_control every controller it has (as runc does), then
+  // applies `resources`. FailedPrecondition if a controller `resources`
+  // needs is not available to the new cgroup. An existing cgroup is fine.
+  Status Create(const Resources& resources = {}) const;
+  // Writes the limits (Update). Errors name the file.
+  Status Apply(const Resources& resources) const;
+  // Moves `pid` into this cgroup (cgroup.procs).
+  Status AddProcess(pid_t pid) const;
+  // The processes in this cgroup (not below it).
+  Result<std::vector<pid_t>> Processes() const;
+  Result<CgroupEvents> Events() const;
+  // SIGKILL to everything in this cgroup and below: cgroup.kill (Linux
+  // 5.14+), else a signal to each process listed in the subtree's
+  // cgroup.procs. Returns without waiting.
+  Status Kill() const;
+
+  // Freezes (cgroup.freeze 1) and waits until cgroup.events says "frozen 1";
+  // Thaw the reverse. Unimplemented without cgroup.freeze (Linux < 5.2).
+  Status Freeze(std::chrono::milliseconds timeout) const;
+  Status Thaw(std::chrono::milliseconds timeout) const;
+  // Kills everything in the cgroup and below, waits until cgroup.events says
+  // "populated 0", then removes it, children first. A cgroup that does not
+  // exist is removed already (OK). Not the root of the mount.
+  Status Remove(std::chrono::milliseconds timeout) const;
+
+  using Done = std::function<void(Status)>;
+  Result<AsyncOp> FreezeAsync(EventLoop& loop, std::chrono::milliseconds timeout, Done done) const;
+  Result<AsyncOp> ThawAsync(EventLoop& loop, std::chrono::milliseconds timeout, Done done) const;
+  Result<AsyncOp> RemoveAsync(EventLoop& loop, std::chrono::milliseconds timeout, Done done) const;
+
  private:
   // A cgroup directory: mount point + path below it (relative, validated).
   struct Location {
@@ -135,9 +324,14 @@ class Manager {
 
   Manager(Roots roots, Mode mode) : roots_(std::move(roots)), mode_(mode) {}
   Result<Location> Find(std::string_view controller) const;
+  // The v2 location, or FailedPrecondition naming `what` was asked.
+  Result<Location> UnifiedLocation(std::string_view what) const;
+  Result<AsyncOp> FreezeAsyncImpl(EventLoop& loop, bool freeze, std::chrono::milliseconds timeout,
+                                  Done done) const;
 
   Roots roots_;
   Mode mode_;
+  std::string path_;
   std::map<std::string, Location, std::less<>> v1_;  // controller -> directory
   std::optional<Location> unified_;
 };

@@ -36,6 +36,11 @@ Result<Manager> Manager::ForPid(pid_t pid, const Roots& roots) {
   HULL_ASSIGN_OR_RETURN(Host host, DetectHost(roots));
   HULL_ASSIGN_OR_RETURN(ProcessCgroups cgroups, ReadProcessCgroups(pid, roots));
   Manager m(roots, host.mode);
+  if (cgroups.unified) {
+    m.path_ = *cgroups.unified;
+  } else if (!cgroups.v1.empty()) {
+    m.path_ = cgroups.v1.begin()->second;
+  }
   if (host.mode != Mode::kUnified) {
     for (const auto& [controller, path] : cgroups.v1) {
       const Hierarchy* h = host.FindV1(controller);
@@ -61,6 +66,7 @@ Result<Manager> Manager::ForPath(std::string_view path, const Roots& roots) {
   HULL_ASSIGN_OR_RETURN(Host host, DetectHost(roots));
   Manager m(roots, host.mode);
   const std::string p(path);
+  m.path_ = p;
   for (const Hierarchy& h : host.v1) {
     auto rel = BelowMountRoot(p, h.root);
     if (!rel) continue;

@@ -43,7 +43,8 @@ inline constexpr std::string_view kSandboxMemory = "io.kubernetes.cri.sandbox-me
 
 // A CNI capability (not an OCI annotation): the pod's annotations handed to
 // CNI plugins. Listed so nobody mistakes it for a spec key.
-inline constexpr std::string_view kPodAnnotationsCniCapability = "io.kubernetes.cri.pod-annotations";
+inline constexpr std::string_view kPodAnnotationsCniCapability =
+    "io.kubernetes.cri.pod-annotations";
 
 // Marks an untrusted workload (legacy CRI).
 inline constexpr std::string_view kUntrustedWorkload = "io.kubernetes.cri.untrusted-workload";

@@ -22,7 +22,7 @@ using runtime::v1::SecurityProfile;
 // containerd's defaultSandboxOOMAdj (kubernetes#47938) and
 // DefaultSandboxCPUshares.
 constexpr int kSandboxOomScoreAdj = -998;
-constexpr uint64_t kSandboxCpuShares = 2;
+constexpr uint64_t kDefaultSandboxCpuShares = 2;
 constexpr std::string_view kDevShm = "/dev/shm";
 constexpr std::string_view kResolvConf = "/etc/resolv.conf";
 
@@ -121,23 +121,22 @@ std::string JoinPaths(std::initializer_list<std::string_view> parts) {
 
 // --- the default unix spec (oci.GenerateSpec -> populateDefaultUnixSpec) ---
 
-Draft DefaultUnixSpec(const PauseSpecOptions& options) {
-  const bool v16 = options.flavor == CriFlavor::kContainerd16;
+Draft DefaultUnixSpec(CriFlavor flavor, std::string_view containerd_namespace, std::string_view id,
+                      std::string_view oci_version) {
+  const bool v16 = flavor == CriFlavor::kContainerd16;
   Draft d;
-  d.oci_version = !options.oci_version.empty() ? options.oci_version
-                  : v16                        ? "1.0.2-dev"
-                                               : "1.2.0";
-  d.capabilities = {"CAP_CHOWN",      "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",
-                    "CAP_MKNOD",      "CAP_NET_RAW",      "CAP_SETGID",           "CAP_SETUID",
-                    "CAP_SETFCAP",    "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
-                    "CAP_KILL",       "CAP_AUDIT_WRITE"};
-  d.masked_paths = {"/proc/acpi",          "/proc/asound",     "/proc/kcore",
-                    "/proc/keys",          "/proc/latency_stats", "/proc/timer_list",
-                    "/proc/timer_stats",   "/proc/sched_debug", "/sys/firmware"};
+  d.oci_version = !oci_version.empty() ? std::string(oci_version) : v16 ? "1.0.2-dev" : "1.2.0";
+  d.capabilities = {"CAP_CHOWN",   "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",
+                    "CAP_MKNOD",   "CAP_NET_RAW",      "CAP_SETGID",           "CAP_SETUID",
+                    "CAP_SETFCAP", "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
+                    "CAP_KILL",    "CAP_AUDIT_WRITE"};
+  d.masked_paths = {"/proc/acpi",        "/proc/asound",        "/proc/kcore",
+                    "/proc/keys",        "/proc/latency_stats", "/proc/timer_list",
+                    "/proc/timer_stats", "/proc/sched_debug",   "/sys/firmware"};
   if (!v16) d.masked_paths.push_back("/sys/devices/virtual/powercap");
   d.masked_paths.push_back("/proc/scsi");
   d.readonly_paths = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"};
-  d.cgroups_path = JoinPaths({"/", options.containerd_namespace, options.sandbox_id});
+  d.cgroups_path = JoinPaths({"/", containerd_namespace, id});
   d.namespaces = {{"pid", ""}, {"ipc", ""}, {"uts", ""}, {"mount", ""}, {"network", ""}};
   d.mounts = {
       {"/proc", "proc", "proc", {"nosuid", "noexec", "nodev"}},
@@ -157,8 +156,7 @@ Draft DefaultUnixSpec(const PauseSpecOptions& options) {
 // --- helpers for the steps ---
 
 void RemoveMountsAt(Draft& d, std::string_view destination) {
-  std::erase_if(d.mounts,
-                [&](const Mount& m) { return CleanPath(m.destination) == destination; });
+  std::erase_if(d.mounts, [&](const Mount& m) { return CleanPath(m.destination) == destination; });
 }
 
 void RemoveNamespace(Draft& d, std::string_view type) {
@@ -209,7 +207,8 @@ Result<std::vector<IdMapping>> ParseIdMappings(
   std::vector<IdMapping> out;
   if (mappings.empty()) return out;
   if (mappings.size() > 1) {
-    return InvalidArgumentError(std::string(what) + " mapping: only one mapping line supported, got " +
+    return InvalidArgumentError(std::string(what) +
+                                " mapping: only one mapping line supported, got " +
                                 std::to_string(mappings.size()));
   }
   const runtime::v1::IDMapping& m = mappings[0];
@@ -226,7 +225,11 @@ Result<std::vector<IdMapping>> ParseIdMappings(
 Result<std::optional<SecurityProfile>> RequestedSeccomp(
     const runtime::v1::LinuxSandboxSecurityContext& sc, const PauseSpecOptions& options) {
   if (sc.has_seccomp()) return std::optional<SecurityProfile>(sc.seccomp());
+    // The deprecated field is still honoured, as containerd does.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   std::string path = sc.seccomp_profile_path();
+#pragma GCC diagnostic pop
   if (path.empty()) path = options.unset_seccomp_profile;
   if (path.empty()) return std::optional<SecurityProfile>();
   SecurityProfile profile;
@@ -290,7 +293,9 @@ Result<std::string> UserString(const runtime::v1::LinuxSandboxSecurityContext& s
 
 // --- writing the draft ---
 
-SpecJson StringArray(const std::vector<std::string>& items) { return SpecJson(items); }
+SpecJson StringArray(const std::vector<std::string>& items) {
+  return SpecJson(items);
+}
 
 SpecJson ToJson(const Draft& d) {
   SpecJson spec = SpecJson::object();
@@ -311,8 +316,8 @@ SpecJson ToJson(const Draft& d) {
                                {"permitted", StringArray(d.capabilities)}};
   }
   if (d.rlimit_nofile) {
-    process["rlimits"] = SpecJson::array(
-        {SpecJson{{"type", "RLIMIT_NOFILE"}, {"hard", 1024}, {"soft", 1024}}});
+    process["rlimits"] =
+        SpecJson::array({SpecJson{{"type", "RLIMIT_NOFILE"}, {"hard", 1024}, {"soft", 1024}}});
   }
   if (d.no_new_privileges) process["noNewPrivileges"] = true;
   if (!d.apparmor_profile.empty()) process["apparmorProfile"] = d.apparmor_profile;
@@ -456,8 +461,8 @@ Status BuildDraft(const PodSandboxConfig& config, const ImageConfig& image,
     RemoveMountsAt(d, kDevShm);
     bind_options.insert(bind_options.end(), {"nosuid", "nodev", "noexec"});
   }
-  d.mounts.push_back({std::string(kDevShm), "bind",
-                      host_ipc ? std::string(kDevShm) : paths.shm, bind_options});
+  d.mounts.push_back(
+      {std::string(kDevShm), "bind", host_ipc ? std::string(kDevShm) : paths.shm, bind_options});
   d.mounts.push_back({std::string(kResolvConf), "bind", paths.resolv_conf, bind_options});
   if (!v16 && host_network && userns_enabled) {
     RemoveMountsAt(d, "/sys");
@@ -477,8 +482,8 @@ Status BuildDraft(const PodSandboxConfig& config, const ImageConfig& image,
   // the host network, never overriding the pod's.
   for (const auto& [key, value] : linux_config.sysctls()) d.sysctl[key] = value;
   if (!host_network) {
-    if (options.enable_unprivileged_ports && !linux_config.sysctls().contains(
-                                                 "net.ipv4.ip_unprivileged_port_start")) {
+    if (options.enable_unprivileged_ports &&
+        !linux_config.sysctls().contains("net.ipv4.ip_unprivileged_port_start")) {
       d.sysctl["net.ipv4.ip_unprivileged_port_start"] = "0";
     }
     if (options.enable_unprivileged_icmp &&
@@ -488,7 +493,7 @@ Status BuildDraft(const PodSandboxConfig& config, const ImageConfig& image,
     }
   }
   // 10. Default sandbox cpu shares.
-  if (!options.disable_cgroup) d.cpu_shares = kSandboxCpuShares;
+  if (!options.disable_cgroup) d.cpu_shares = kDefaultSandboxCpuShares;
   // 11. The four sizing annotations, raw values, only with linux.resources.
   if (linux_config.has_resources()) {
     const auto& res = linux_config.resources();
@@ -555,6 +560,11 @@ std::string CgroupsPathFor(std::string_view cgroup_parent, std::string_view id,
   return JoinPaths({cgroup_parent, id});
 }
 
+SpecJson DefaultUnixSpecJson(CriFlavor flavor, std::string_view containerd_namespace,
+                             std::string_view id, std::string_view oci_version) {
+  return ToJson(DefaultUnixSpec(flavor, containerd_namespace, id, oci_version));
+}
+
 Result<ImageConfig> ParseImageConfig(std::string_view json) {
   nlohmann::json doc = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
@@ -592,7 +602,8 @@ Result<ImageConfig> ParseImageConfig(std::string_view json) {
 Result<Spec> BuildPauseSpec(const PodSandboxConfig& config, const ImageConfig& image,
                             const PauseSpecOptions& options) {
   if (options.sandbox_id.empty()) return InvalidArgumentError("pause spec: empty sandbox id");
-  Draft draft = DefaultUnixSpec(options);
+  Draft draft = DefaultUnixSpec(options.flavor, options.containerd_namespace, options.sandbox_id,
+                                options.oci_version);
   HULL_RETURN_IF_ERROR_CTX(BuildDraft(config, image, options, draft), "pause spec");
   return Spec::FromJson(ToJson(draft));
 }

@@ -102,6 +102,12 @@ struct PauseSpecOptions {
 Result<Spec> BuildPauseSpec(const runtime::v1::PodSandboxConfig& config, const ImageConfig& image,
                             const PauseSpecOptions& options);
 
+// containerd's default unix spec (oci.GenerateSpec before any option) for
+// container `id` in containerd namespace `containerd_namespace`: the base the
+// pause spec starts from. Empty `oci_version` means the flavor's.
+SpecJson DefaultUnixSpecJson(CriFlavor flavor, std::string_view containerd_namespace,
+                             std::string_view id, std::string_view oci_version = {});
+
 // linux.cgroupsPath for a pod container: see CgroupPathForm.
 std::string CgroupsPathFor(std::string_view cgroup_parent, std::string_view id,
                            CgroupPathForm form);

@@ -92,9 +92,8 @@ Status WriteSandboxFiles(const std::string& dir, const runtime::v1::PodSandboxCo
   if (config.hostname().empty() && node_hostname.empty()) {
     HULL_ASSIGN_OR_RETURN(node_hostname, NodeHostname());
   }
-  HULL_RETURN_IF_ERROR(WriteFileAtomic(Join(dir, "hostname"),
-                                       HostnameFileContent(config.hostname(), node_hostname),
-                                       0644));
+  HULL_RETURN_IF_ERROR(WriteFileAtomic(
+      Join(dir, "hostname"), HostnameFileContent(config.hostname(), node_hostname), 0644));
   HULL_RETURN_IF_ERROR_CTX(CopyFile(host.hosts, Join(dir, "hosts")), "sandbox hosts file");
 
   // containerd 2.x writes whatever a present dns_config yields, even nothing;
@@ -118,8 +117,8 @@ ShmMountOptions SandboxShmMountOptions() {
 Status MountSandboxShm(const std::string& path) {
   HULL_RETURN_IF_ERROR(MakeDirs(path, 0700));
   ShmMountOptions shm = SandboxShmMountOptions();
-  if (::mount(shm.source.c_str(), path.c_str(), shm.fstype.c_str(), shm.flags,
-              shm.data.c_str()) != 0) {
+  if (::mount(shm.source.c_str(), path.c_str(), shm.fstype.c_str(), shm.flags, shm.data.c_str()) !=
+      0) {
     return ErrnoError("mount shm on", path);
   }
   return Status::Ok();

@@ -34,7 +34,9 @@ uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
                                                       : a + b;
 }
 
-uint64_t CeilDiv(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
+uint64_t CeilDiv(uint64_t a, uint64_t b) {
+  return a / b + (a % b != 0);
+}
 
 // ceil(quota / period * 1000), exact. Both > 0.
 uint64_t QuotaToMillis(int64_t quota, int64_t period) {
@@ -54,8 +56,7 @@ uint64_t OverheadMillis(double vcpus) {
 
 // Drops values that make no sense, explaining each in `warnings`. `what`
 // names the input ("workload", "overhead").
-CpuMemory Sanitize(const CpuMemory& in, std::string_view what,
-                   std::vector<std::string>& warnings) {
+CpuMemory Sanitize(const CpuMemory& in, std::string_view what, std::vector<std::string>& warnings) {
   CpuMemory out = in;
   auto warn = [&](std::string text) { warnings.push_back(std::string(what) + ": " + text); };
   if (out.cpu_period < 0) {
@@ -131,8 +132,8 @@ const std::string* Find(const std::map<std::string, std::string>& map, std::stri
 }
 
 // Reads one containerd sizing key into `out`; returns whether it was there.
-bool ReadContainerdKey(const std::map<std::string, std::string>& annotations,
-                       std::string_view key, int64_t& out, std::vector<std::string>& warnings) {
+bool ReadContainerdKey(const std::map<std::string, std::string>& annotations, std::string_view key,
+                       int64_t& out, std::vector<std::string>& warnings) {
   const std::string* text = Find(annotations, key);
   if (!text) return false;
   std::optional<int64_t> value = ParseInt64(*text);
@@ -151,8 +152,7 @@ bool ReadContainerdKey(const std::map<std::string, std::string>& annotations,
 // snake_case name with a number; protojson would use lowerCamelCase and a
 // decimal string. Both are accepted.
 void ReadCrioField(const nlohmann::json& doc, std::string_view snake, std::string_view camel,
-                   std::string_view annotation, int64_t& out,
-                   std::vector<std::string>& warnings) {
+                   std::string_view annotation, int64_t& out, std::vector<std::string>& warnings) {
   auto it = doc.find(snake);
   if (it == doc.end()) it = doc.find(camel);
   if (it == doc.end() || it->is_null()) return;
@@ -281,11 +281,11 @@ PodSize ComputePodSize(SizeSource source, const CpuMemory& workload, const CpuMe
   if (size.has_overhead && size.overhead.memory_limit_bytes > 0 &&
       static_cast<uint64_t>(size.overhead.memory_limit_bytes) <
           policy.overhead_memory_mib * static_cast<uint64_t>(kMiB)) {
-    size.warnings.push_back(
-        "overhead: the pod's RuntimeClass memory overhead (" +
-        std::to_string(size.overhead.memory_limit_bytes / kMiB) +
-        " MiB) is below hull's VM overhead (" + std::to_string(policy.overhead_memory_mib) +
-        " MiB): the VM can outgrow the pod's cgroup");
+    size.warnings.push_back("overhead: the pod's RuntimeClass memory overhead (" +
+                            std::to_string(size.overhead.memory_limit_bytes / kMiB) +
+                            " MiB) is below hull's VM overhead (" +
+                            std::to_string(policy.overhead_memory_mib) +
+                            " MiB): the VM can outgrow the pod's cgroup");
   }
   return size;
 }
@@ -336,8 +336,8 @@ PodSize SizeFromPodSandboxConfig(const runtime::v1::PodSandboxConfig& config,
   }
   CpuMemory workload = has_resources ? CpuMemoryFromProto(config.linux().resources()) : CpuMemory{};
   CpuMemory overhead = has_overhead ? CpuMemoryFromProto(config.linux().overhead()) : CpuMemory{};
-  return ComputePodSize(SizeSource::kPodSandboxConfig, workload,
-                        has_overhead ? &overhead : nullptr, policy);
+  return ComputePodSize(SizeSource::kPodSandboxConfig, workload, has_overhead ? &overhead : nullptr,
+                        policy);
 }
 
 }  // namespace hull::oci

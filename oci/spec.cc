@@ -259,9 +259,13 @@ std::optional<int> Spec::OomScoreAdj() const {
   return static_cast<int>(value);
 }
 
-void Spec::SetOomScoreAdj(int adj) { ObjectMember(Root(json_), "process")["oomScoreAdj"] = adj; }
+void Spec::SetOomScoreAdj(int adj) {
+  ObjectMember(Root(json_), "process")["oomScoreAdj"] = adj;
+}
 
-std::string Spec::Hostname() const { return StringMember(json_, "hostname"); }
+std::string Spec::Hostname() const {
+  return StringMember(json_, "hostname");
+}
 
 std::vector<Mount> Spec::Mounts() const {
   std::vector<Mount> out;
@@ -367,14 +371,15 @@ std::map<std::string, std::string> Spec::Sysctls() const {
 }
 
 void Spec::SetSysctl(std::string_view key, std::string_view value) {
-  ObjectMember(ObjectMember(Root(json_), "linux"), "sysctl")[std::string(key)] =
-      std::string(value);
+  ObjectMember(ObjectMember(Root(json_), "linux"), "sysctl")[std::string(key)] = std::string(value);
 }
 
 std::string Spec::Dump(int indent, char indent_char) const {
   return json_.dump(indent, indent_char, false, Json::error_handler_t::replace);
 }
 
-Status Spec::Save(const std::string& path) const { return WriteFileAtomic(path, Dump()); }
+Status Spec::Save(const std::string& path) const {
+  return WriteFileAtomic(path, Dump());
+}
 
 }  // namespace hull::oci

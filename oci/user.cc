@@ -107,55 +107,54 @@ Status NeedRootfs(std::string_view name) {
                                  "\" without the image rootfs");
 }
 
+Result<Entry> PasswdByName(std::string_view name, const std::string& rootfs) {
+  if (rootfs.empty()) return NeedRootfs(name);
+  return Lookup(rootfs, Database::kPasswd, [&](const Entry& e) { return e.name == name; });
+}
+
+// The group part of "user:group": a number, or a name from /etc/group.
+Result<uint32_t> GroupId(std::string_view group, const std::string& rootfs) {
+  if (std::optional<int64_t> gid = ParseId(group)) return CheckedId(*gid, "gid");
+  if (rootfs.empty()) return NeedRootfs(group);
+  HULL_ASSIGN_OR_RETURN(Entry entry, Lookup(rootfs, Database::kGroup,
+                                            [&](const Entry& e) { return e.name == group; }));
+  return CheckedId(entry.id, "gid");
+}
+
 }  // namespace
 
 Result<ProcessUser> ResolveUser(std::string_view user, const std::string& rootfs) {
   std::vector<std::string_view> parts = Split(user, ':');
+  if (parts.size() > 2) {
+    return InvalidArgumentError("invalid USER value \"" + std::string(user) + "\"");
+  }
   ProcessUser out;
-  if (parts.size() == 1) {
-    if (std::optional<int64_t> uid = ParseId(parts[0])) {
-      HULL_ASSIGN_OR_RETURN(out.uid, CheckedId(*uid, "uid"));
-      // The uid's primary group from passwd; gid 0 when it is not listed.
-      if (rootfs.empty()) return out;
-      Result<Entry> entry = Lookup(rootfs, Database::kPasswd,
-                                   [&](const Entry& e) { return e.id == *uid; });
-      if (!entry.has_value()) {
-        if (entry.error().code() == Code::kNotFound) return out;
-        return entry.error();
-      }
-      HULL_ASSIGN_OR_RETURN(out.gid, CheckedId(entry->gid, "gid"));
-      return out;
-    }
-    if (rootfs.empty()) return NeedRootfs(parts[0]);
-    HULL_ASSIGN_OR_RETURN(Entry entry, Lookup(rootfs, Database::kPasswd, [&](const Entry& e) {
-                            return e.name == parts[0];
-                          }));
+  std::optional<int64_t> uid = ParseId(parts[0]);
+  if (uid) {
+    HULL_ASSIGN_OR_RETURN(out.uid, CheckedId(*uid, "uid"));
+  } else {
+    HULL_ASSIGN_OR_RETURN(Entry entry, PasswdByName(parts[0], rootfs));
     HULL_ASSIGN_OR_RETURN(out.uid, CheckedId(entry.id, "uid"));
-    HULL_ASSIGN_OR_RETURN(out.gid, CheckedId(entry.gid, "gid"));
-    return out;
+    if (parts.size() == 1) {
+      HULL_ASSIGN_OR_RETURN(out.gid, CheckedId(entry.gid, "gid"));
+    }
   }
   if (parts.size() == 2) {
-    if (std::optional<int64_t> uid = ParseId(parts[0])) {
-      HULL_ASSIGN_OR_RETURN(out.uid, CheckedId(*uid, "uid"));
-    } else {
-      if (rootfs.empty()) return NeedRootfs(parts[0]);
-      HULL_ASSIGN_OR_RETURN(Entry entry, Lookup(rootfs, Database::kPasswd, [&](const Entry& e) {
-                              return e.name == parts[0];
-                            }));
-      HULL_ASSIGN_OR_RETURN(out.uid, CheckedId(entry.id, "uid"));
-    }
-    if (std::optional<int64_t> gid = ParseId(parts[1])) {
-      HULL_ASSIGN_OR_RETURN(out.gid, CheckedId(*gid, "gid"));
-    } else {
-      if (rootfs.empty()) return NeedRootfs(parts[1]);
-      HULL_ASSIGN_OR_RETURN(Entry entry, Lookup(rootfs, Database::kGroup, [&](const Entry& e) {
-                              return e.name == parts[1];
-                            }));
-      HULL_ASSIGN_OR_RETURN(out.gid, CheckedId(entry.id, "gid"));
-    }
+    HULL_ASSIGN_OR_RETURN(out.gid, GroupId(parts[1], rootfs));
     return out;
   }
-  return InvalidArgumentError("invalid USER value \"" + std::string(user) + "\"");
+  // A bare uid takes its primary group from passwd; gid 0 when it is not
+  // listed (or there is no rootfs to look in).
+  if (uid && !rootfs.empty()) {
+    Result<Entry> entry =
+        Lookup(rootfs, Database::kPasswd, [&](const Entry& e) { return e.id == *uid; });
+    if (entry.has_value()) {
+      HULL_ASSIGN_OR_RETURN(out.gid, CheckedId(entry->gid, "gid"));
+    } else if (entry.error().code() != Code::kNotFound) {
+      return entry.error();
+    }
+  }
+  return out;
 }
 
 }  // namespace hull::oci

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "containerd/runc/v1/options.pb.h"
 
 namespace hull::shim {
@@ -71,7 +73,7 @@ void TaskService::RegisterWith(ttrpc::Server& server) {
 
 Result<Container*> TaskService::Find(const std::string& id) const {
   auto it = containers_.find(id);
-  if (it == containers_.end() || creating_.contains(id)) {
+  if (it == containers_.end() || creating_.contains(id) || it->second->deleted()) {
     return NotFoundError("container " + id + " not created: not found");
   }
   return it->second.get();
@@ -240,7 +242,10 @@ void TaskService::Connect(const tv2::ConnectRequest& r, Responder<tv2::ConnectRe
 
 void TaskService::Shutdown(const tv2::ShutdownRequest&, Responder<Empty> out) {
   out.Reply(Empty());
-  if (containers_.empty()) on_shutdown_();
+  // A deleted container may wait a loop turn before it is dropped.
+  bool all_deleted = std::all_of(containers_.begin(), containers_.end(),
+                                 [](const auto& c) { return c.second->deleted(); });
+  if (all_deleted) on_shutdown_();
 }
 
 }  // namespace hull::shim

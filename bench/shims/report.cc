@@ -11,14 +11,16 @@ std::string Format(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   // Thousands separators for the integer part, as the ttrpc section does.
-  std::string s = buf;
+  const std::string s = buf;
   size_t end = s.find('.');
   if (end == std::string::npos) end = s.size();
   size_t begin = s[0] == '-' ? 1 : 0;
-  for (long i = static_cast<long>(end) - 3; i > static_cast<long>(begin); i -= 3) {
-    s.insert(static_cast<size_t>(i), ",");
+  std::string out = s.substr(0, begin);
+  for (size_t i = begin; i < end; ++i) {
+    if (i > begin && (end - i) % 3 == 0) out += ',';
+    out += s[i];
   }
-  return s;
+  return out + s.substr(end);
 }
 
 std::string TargetText(const Figure& f) {
@@ -69,7 +71,7 @@ std::string Report::Markdown() const {
       out += "| figure | hull/runc | Go/runc | hull/Go | hull/crun | target | |\n";
       out += "|---|---:|---:|---:|---:|---|---|\n";
     }
-    double ratio = f.Ratio();
+    double ratio = f.show_ratio ? f.Ratio() : kNotMeasured;
     out += "| " + f.label + " | " + Format(f.values[0], f.decimals) + " | " +
            Format(f.values[1], f.decimals) + " | " + (std::isnan(ratio) || std::isinf(ratio) ? "–" : Format(ratio, 2)) +
            " | " + Format(f.values[2], f.decimals) + " | " + TargetText(f) + " | " + Verdict(f) +

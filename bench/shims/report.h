@@ -33,6 +33,7 @@ struct Figure {
   std::array<double, kKinds> values = {kNotMeasured, kNotMeasured, kNotMeasured};
   int decimals = 0;
   Target target;
+  bool show_ratio = true;  // false where hull/Go means nothing
 
   double Ratio() const { return values[0] / values[1]; }
 };

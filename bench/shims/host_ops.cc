@@ -1,0 +1,123 @@
+#include "bench/shims/host_ops.h"
+
+#include <poll.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "base/spawn.h"
+#include "base/unique_fd.h"
+#include "bench/shims/measure.h"
+#include "tests/integration/harness/command.h"
+
+extern char** environ;
+
+namespace hull::bench {
+
+namespace fs = std::filesystem;
+
+Result<SyncResult> RunIn(const std::string& cwd, const std::vector<std::string>& argv,
+                         const std::vector<std::string>& extra_env) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  HULL_ASSIGN_OR_RETURN(Pipe out, MakePipe());
+  SpawnOptions options{.argv = argv,
+                       .env = env,
+                       .cwd = cwd,
+                       .fds = {{1, out.write.get()}, {2, out.write.get()}},
+                       .new_process_group = true};
+  HULL_ASSIGN_OR_RETURN(pid_t pid, Spawn(options));
+  out.write.reset();
+  SyncResult result;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(out.read.get(), buf, sizeof buf);
+    if (n > 0) {
+      result.output.append(buf, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return ErrnoError("waitpid", argv[0]);
+  }
+  result.exit_status = ExitStatusFromWait(status);
+  return result;
+}
+
+Status WaitForExit(pid_t pid, std::chrono::milliseconds timeout) {
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd) {
+    if (errno == ESRCH) return Status::Ok();  // already gone
+    return ErrnoError("pidfd_open", std::to_string(pid));
+  }
+  pollfd p{.fd = pidfd.get(), .events = POLLIN, .revents = 0};
+  int n = ::poll(&p, 1, static_cast<int>(timeout.count()));
+  if (n < 0) return ErrnoError("poll pidfd", std::to_string(pid));
+  if (n == 0) return DeadlineExceededError("process " + std::to_string(pid) + " still running");
+  return Status::Ok();
+}
+
+namespace {
+
+Result<std::string> TarMember(const std::string& tar, const std::string& member) {
+  itest::CommandResult r = itest::RunCommand({"tar", "-xOf", tar, member});
+  if (!r.ok()) return InternalError("tar -xOf " + tar + " " + member + ": " + r.Describe());
+  return r.out;
+}
+
+std::string BlobPath(const std::string& digest) {
+  return "blobs/sha256/" + digest.substr(digest.find(':') + 1);
+}
+
+}  // namespace
+
+Status ExtractRootfs(const std::string& image_tar, const std::string& rootfs) {
+  HULL_ASSIGN_OR_RETURN(std::string index_text, TarMember(image_tar, "index.json"));
+  auto index = nlohmann::json::parse(index_text, nullptr, false);
+  if (index.is_discarded() || !index["manifests"].is_array() || index["manifests"].empty()) {
+    return InvalidArgumentError(image_tar + ": index.json names no manifest");
+  }
+  std::string manifest_digest = index["manifests"][0].value("digest", "");
+  HULL_ASSIGN_OR_RETURN(std::string manifest_text,
+                        TarMember(image_tar, BlobPath(manifest_digest)));
+  auto manifest = nlohmann::json::parse(manifest_text, nullptr, false);
+  if (manifest.is_discarded() || !manifest["layers"].is_array() || manifest["layers"].empty()) {
+    return InvalidArgumentError(image_tar + ": the manifest names no layer");
+  }
+  std::error_code ec;
+  fs::create_directories(rootfs, ec);
+  if (ec) return InternalError("mkdir " + rootfs + ": " + ec.message());
+  for (const auto& layer : manifest["layers"]) {
+    std::string blob = BlobPath(layer.value("digest", ""));
+    itest::CommandResult r = itest::RunCommand(
+        {"sh", "-c", "tar -xOf \"$0\" \"$1\" | tar -xzf - -C \"$2\"", image_tar, blob, rootfs});
+    if (!r.ok()) return InternalError("unpack " + blob + ": " + r.Describe());
+  }
+  return Status::Ok();
+}
+
+Result<std::string> MakeOciSpec(const std::string& scratch_dir,
+                                const std::vector<std::string>& args) {
+  std::error_code ec;
+  fs::create_directories(scratch_dir, ec);
+  fs::remove(scratch_dir + "/config.json", ec);
+  itest::CommandResult r = itest::RunCommand({"runc", "spec", "--bundle", scratch_dir});
+  if (!r.ok()) return InternalError("runc spec: " + r.Describe());
+  auto spec = nlohmann::json::parse(ReadWholeFile(scratch_dir + "/config.json"), nullptr, false);
+  fs::remove(scratch_dir + "/config.json", ec);
+  if (spec.is_discarded()) return InternalError("runc spec wrote no valid JSON");
+  spec["process"]["terminal"] = false;
+  spec["process"]["args"] = args;
+  spec["root"]["path"] = "rootfs";
+  spec["annotations"] = nlohmann::json::object();
+  return spec.dump(2);
+}
+
+}  // namespace hull::bench

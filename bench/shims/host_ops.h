@@ -1,0 +1,41 @@
+// Host operations the start and runtime-alone phases need beyond ctr: run a
+// program synchronously in a given directory and environment (as containerd
+// runs a shim's `start`), wait for a process that is not our child, and
+// prepare an OCI bundle from the busybox image. Blocking; main thread only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace hull::bench {
+
+struct SyncResult {
+  int exit_status = 0;  // exit code, or 128 + signal
+  std::string output;   // stdout and stderr together, as containerd reads `start`
+};
+
+// Runs argv (argv[0] an absolute path or found in PATH) in `cwd` with
+// the current environment plus `extra_env` ("K=V"), stdin /dev/null, in a new
+// process group, and waits for it and for EOF on its output.
+Result<SyncResult> RunIn(const std::string& cwd, const std::vector<std::string>& argv,
+                         const std::vector<std::string>& extra_env = {});
+
+// Waits until process `pid` (any process, not only a child) has exited.
+Status WaitForExit(pid_t pid, std::chrono::milliseconds timeout);
+
+// Unpacks the single layer of the OCI image-layout tarball `image_tar`
+// (tools/mkimage's busybox.tar) into `rootfs`.
+Status ExtractRootfs(const std::string& image_tar, const std::string& rootfs);
+
+// `runc spec`'s default config, with the process changed to `args` without a
+// terminal, and rootfs "rootfs": what the runtime-alone phase runs, and a
+// valid config.json for `start` (which reads its annotations).
+Result<std::string> MakeOciSpec(const std::string& scratch_dir,
+                                const std::vector<std::string>& args);
+
+}  // namespace hull::bench
