@@ -37,7 +37,8 @@ struct AsyncOp::State : std::enable_shared_from_this<AsyncOp::State> {
       std::string via_fd = "/proc/self/fd/" + std::to_string(dir->fd()) + "/cgroup.events";
       if (::inotify_add_watch(ifd.get(), via_fd.c_str(), IN_MODIFY) >= 0) {
         inotify = std::move(ifd);
-        watch = loop.WatchFd(inotify.get(), kReadable, [call](uint32_t) { call(&State::OnNotify); });
+        watch =
+            loop.WatchFd(inotify.get(), kReadable, [call](uint32_t) { call(&State::OnNotify); });
       }
     }
     recheck = loop.AddRepeatingTimer(internal::kRecheckInterval, [call] { call(&State::Check); });
@@ -116,7 +117,8 @@ struct AsyncOp::State : std::enable_shared_from_this<AsyncOp::State> {
 
 Result<AsyncOp> Manager::FreezeAsyncImpl(EventLoop& loop, bool freeze,
                                          std::chrono::milliseconds timeout, Done done) const {
-  HULL_ASSIGN_OR_RETURN(Location loc, UnifiedLocation(freeze ? "freeze a cgroup" : "thaw a cgroup"));
+  HULL_ASSIGN_OR_RETURN(Location loc,
+                        UnifiedLocation(freeze ? "freeze a cgroup" : "thaw a cgroup"));
   const std::string context = std::string(freeze ? "freeze" : "thaw") + " cgroup " + path_;
   Result<CgroupDir> dir = CgroupDir::Open(loc.mount_point, loc.relative);
   if (!dir) return dir.error().WithContext(context);

@@ -11,7 +11,9 @@ namespace hull::cgroups {
 
 Result<std::string> ExpandSlice(std::string_view slice) {
   constexpr std::string_view kSuffix = ".slice";
-  auto invalid = [&] { return InvalidArgumentError("invalid slice name: \"" + std::string(slice) + "\""); };
+  auto invalid = [&] {
+    return InvalidArgumentError("invalid slice name: \"" + std::string(slice) + "\"");
+  };
   if (slice.size() <= kSuffix.size() || !slice.ends_with(kSuffix) ||
       slice.find('/') != std::string_view::npos) {
     return invalid();
@@ -25,7 +27,8 @@ Result<std::string> ExpandSlice(std::string_view slice) {
   size_t start = 0;
   while (true) {
     size_t dash = name.find('-', start);
-    std::string_view part = name.substr(start, dash == std::string_view::npos ? dash : dash - start);
+    std::string_view part =
+        name.substr(start, dash == std::string_view::npos ? dash : dash - start);
     if (part.empty()) return invalid();
     path += "/" + prefix + std::string(part) + std::string(kSuffix);
     prefix += std::string(part) + "-";
@@ -47,7 +50,8 @@ Result<std::string> CgroupPathFromOci(std::string_view cgroups_path, bool system
   size_t start = 0;
   while (true) {
     size_t colon = cgroups_path.find(':', start);
-    parts.push_back(cgroups_path.substr(start, colon == std::string_view::npos ? colon : colon - start));
+    parts.push_back(
+        cgroups_path.substr(start, colon == std::string_view::npos ? colon : colon - start));
     if (colon == std::string_view::npos) break;
     start = colon + 1;
   }

@@ -12,11 +12,11 @@
 
 #include <chrono>
 #include <cstdint>
-#include <limits>
-#include <memory>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -27,7 +27,6 @@
 #include "base/event_loop.h"
 #include "base/status.h"
 #include "google/protobuf/any.pb.h"
-
 #include "io/containerd/cgroups/v1/metrics.pb.h"
 #include "io/containerd/cgroups/v2/metrics.pb.h"
 
@@ -133,7 +132,7 @@ struct Resources {
   std::optional<uint64_t> cpu_weight;  // cpu.weight, 1..10000
   std::optional<CpuMax> cpu_max;
   std::optional<uint64_t> cpu_max_burst;  // cpu.max.burst, microseconds (Linux 5.14+)
-  std::optional<int64_t> cpu_idle;     // cpu.idle (Linux 5.15+)
+  std::optional<int64_t> cpu_idle;        // cpu.idle (Linux 5.15+)
   std::optional<std::string> cpuset_cpus;
   std::optional<std::string> cpuset_mems;
 

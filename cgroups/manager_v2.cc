@@ -30,7 +30,9 @@ namespace {
 
 constexpr std::string_view kEvents = "cgroup.events";
 
-bool IsNotFound(const Status& s) { return s.code() == Code::kNotFound; }
+bool IsNotFound(const Status& s) {
+  return s.code() == Code::kNotFound;
+}
 
 Result<std::vector<pid_t>> ReadProcs(const CgroupDir& dir) {
   HULL_ASSIGN_OR_RETURN(std::string text, dir.Read("cgroup.procs"));

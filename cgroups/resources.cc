@@ -9,7 +9,9 @@
 namespace hull::cgroups {
 namespace {
 
-std::string Value(uint64_t v) { return v == kUnlimited ? "max" : std::to_string(v); }
+std::string Value(uint64_t v) {
+  return v == kUnlimited ? "max" : std::to_string(v);
+}
 
 std::string Device(uint64_t major, uint64_t minor) {
   return std::to_string(major) + ":" + std::to_string(minor);
@@ -47,7 +49,8 @@ Result<std::optional<uint64_t>> SwapMaxFromOci(int64_t swap, int64_t limit) {
   if (limit == 0 || limit == -1) {
     return InvalidArgumentError("memory.swap: a swap limit needs a memory limit");
   }
-  if (limit < 0) return InvalidArgumentError("memory.limit: invalid value " + std::to_string(limit));
+  if (limit < 0)
+    return InvalidArgumentError("memory.limit: invalid value " + std::to_string(limit));
   if (swap < limit) {
     return InvalidArgumentError("memory.swap (memory+swap, " + std::to_string(swap) +
                                 ") is below memory.limit (" + std::to_string(limit) + ")");
@@ -101,9 +104,11 @@ std::vector<FileWrite> ResourceWrites(const Resources& r, bool has_bfq) {
       add("io.bfq.weight", Device(d.major, d.minor) + " " + std::to_string(d.weight));
     }
   } else {
-    if (r.blkio_weight) add("io.weight", "default " + std::to_string(IoWeightFromBlkio(*r.blkio_weight)));
+    if (r.blkio_weight)
+      add("io.weight", "default " + std::to_string(IoWeightFromBlkio(*r.blkio_weight)));
     for (const IoDeviceWeight& d : r.blkio_weight_devices) {
-      add("io.weight", Device(d.major, d.minor) + " " + std::to_string(IoWeightFromBlkio(d.weight)));
+      add("io.weight",
+          Device(d.major, d.minor) + " " + std::to_string(IoWeightFromBlkio(d.weight)));
     }
   }
   for (const IoMax& m : r.io_max) {
@@ -112,8 +117,8 @@ std::vector<FileWrite> ResourceWrites(const Resources& r, bool has_bfq) {
   for (const auto& [size, limit] : r.hugetlb_max) add("hugetlb." + size + ".max", Value(limit));
   for (const RdmaMax& m : r.rdma_max) {
     auto count = [](std::optional<uint32_t> v) { return v ? std::to_string(*v) : "max"; };
-    add("rdma.max", m.device + " hca_handle=" + count(m.hca_handles) +
-                        " hca_object=" + count(m.hca_objects));
+    add("rdma.max",
+        m.device + " hca_handle=" + count(m.hca_handles) + " hca_object=" + count(m.hca_objects));
   }
   for (const auto& [file, value] : r.unified) add(file, value);
   return out;

@@ -114,8 +114,10 @@ void ParseCpu(Reader<Json>& in, const Json& cpu, Resources& out) {
   }
   if (auto burst = in.Uint(cpu, "burst", "cpu.burst")) out.cpu_max_burst = *burst;
   if (auto idle = in.Int(cpu, "idle", "cpu.idle")) out.cpu_idle = *idle;
-  if (auto cpus = in.String(cpu, "cpus", "cpu.cpus"); cpus && !cpus->empty()) out.cpuset_cpus = *cpus;
-  if (auto mems = in.String(cpu, "mems", "cpu.mems"); mems && !mems->empty()) out.cpuset_mems = *mems;
+  if (auto cpus = in.String(cpu, "cpus", "cpu.cpus"); cpus && !cpus->empty())
+    out.cpuset_cpus = *cpus;
+  if (auto mems = in.String(cpu, "mems", "cpu.mems"); mems && !mems->empty())
+    out.cpuset_mems = *mems;
 }
 
 template <typename Json>
@@ -123,6 +125,7 @@ Status ParseMemory(Reader<Json>& in, const Json& memory, Resources& out) {
   auto limit = in.Int(memory, "limit", "memory.limit");
   auto reservation = in.Int(memory, "reservation", "memory.reservation");
   auto swap = in.Int(memory, "swap", "memory.swap");
+  if (!in.status().ok()) return Status::Ok();  // reported by the caller
   out.memory_max = SignedLimit(limit);
   out.memory_low = SignedLimit(reservation);
   HULL_ASSIGN_OR_RETURN(out.memory_swap_max, SwapMaxFromOci(swap.value_or(0), limit.value_or(0)));
@@ -134,8 +137,7 @@ void ParseBlockIo(Reader<Json>& in, const Json& io, Resources& out) {
   if (auto weight = in.Uint(io, "weight", "blockIO.weight", 1000); weight && *weight != 0) {
     out.blkio_weight = *weight;
   }
-  auto device = [&](const Json& entry, const std::string& field, uint64_t& major,
-                    uint64_t& minor) {
+  auto device = [&](const Json& entry, const std::string& field, uint64_t& major, uint64_t& minor) {
     auto ma = in.Uint(entry, "major", field + ".major");
     auto mi = in.Uint(entry, "minor", field + ".minor");
     if (!ma || !mi) {
@@ -227,8 +229,7 @@ void ParseUnified(Reader<Json>& in, const Json& unified, Resources& out) {
     const std::string& file = it.key();
     const std::string field = "unified." + file;
     if (!internal::ValidateComponent(file).ok() || file.find('.') == std::string::npos ||
-        file.front() == '.' ||
-        (file.starts_with("cgroup.") && !file.starts_with("cgroup.max."))) {
+        file.front() == '.' || (file.starts_with("cgroup.") && !file.starts_with("cgroup.max."))) {
       in.Fail(field, "not a cgroup v2 limit file");
       continue;
     }
@@ -274,7 +275,8 @@ Result<Resources> ParseResources(const nlohmann::ordered_json& linux_resources) 
 }
 
 Result<Resources> ParseResources(std::string_view linux_resources_json) {
-  nlohmann::json doc = nlohmann::json::parse(linux_resources_json, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json doc =
+      nlohmann::json::parse(linux_resources_json, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return InvalidArgumentError("linux.resources: not JSON");
   return Parse(doc);
 }

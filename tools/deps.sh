@@ -9,6 +9,7 @@ HULL_PACKAGES=(
   libtomlplusplus-dev
   containerd runc crun criu containernetworking-plugins busybox-static
   iproute2 procps psmisc util-linux
+  qemu-system-x86
 )
 
 hull_install_deps() {

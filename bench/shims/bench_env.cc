@@ -75,8 +75,7 @@ itest::CommandResult BenchEnv::Ctr(const std::vector<std::string>& args,
 }
 
 itest::CommandResult BenchEnv::Run(const Variant& v, const std::vector<std::string>& flags,
-                                   const std::string& id,
-                                   const std::vector<std::string>& command) {
+                                   const std::string& id, const std::vector<std::string>& command) {
   std::vector<std::string> args = {"run", "--runtime", v.runtime};
   if (!v.config_path.empty()) {
     args.push_back("--runtime-config-path");

@@ -1,6 +1,7 @@
 #include "bench/shims/host_ops.h"
 
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,32 +21,56 @@ namespace hull::bench {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Reads `fd` until EOF.
+std::string ReadAll(int fd) {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      out.append(buf, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      return out;
+    }
+  }
+}
+
+}  // namespace
+
 Result<SyncResult> RunIn(const std::string& cwd, const std::vector<std::string>& argv,
-                         const std::vector<std::string>& extra_env) {
+                         const std::vector<std::string>& extra_env, Capture capture) {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
   env.insert(env.end(), extra_env.begin(), extra_env.end());
-  HULL_ASSIGN_OR_RETURN(Pipe out, MakePipe());
+  UniqueFd read_end, write_end;
+  if (capture == Capture::kPipe) {
+    HULL_ASSIGN_OR_RETURN(Pipe out, MakePipe());
+    read_end = std::move(out.read);
+    write_end = std::move(out.write);
+  } else {
+    write_end = UniqueFd(::memfd_create("bench-output", MFD_CLOEXEC));
+    if (!write_end) return ErrnoError("memfd_create");
+  }
   SpawnOptions options{.argv = argv,
                        .env = env,
                        .cwd = cwd,
-                       .fds = {{1, out.write.get()}, {2, out.write.get()}},
+                       .fds = {{1, write_end.get()}, {2, write_end.get()}},
                        .new_process_group = true};
   HULL_ASSIGN_OR_RETURN(pid_t pid, Spawn(options));
-  out.write.reset();
   SyncResult result;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(out.read.get(), buf, sizeof buf);
-    if (n > 0) {
-      result.output.append(buf, static_cast<size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      break;
-    }
+  if (capture == Capture::kPipe) {
+    write_end.reset();
+    result.output = ReadAll(read_end.get());
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return ErrnoError("waitpid", argv[0]);
+  }
+  if (capture == Capture::kMemfd) {
+    ::lseek(write_end.get(), 0, SEEK_SET);
+    result.output = ReadAll(write_end.get());
   }
   result.exit_status = ExitStatusFromWait(status);
   return result;
@@ -85,8 +110,7 @@ Status ExtractRootfs(const std::string& image_tar, const std::string& rootfs) {
     return InvalidArgumentError(image_tar + ": index.json names no manifest");
   }
   std::string manifest_digest = index["manifests"][0].value("digest", "");
-  HULL_ASSIGN_OR_RETURN(std::string manifest_text,
-                        TarMember(image_tar, BlobPath(manifest_digest)));
+  HULL_ASSIGN_OR_RETURN(std::string manifest_text, TarMember(image_tar, BlobPath(manifest_digest)));
   auto manifest = nlohmann::json::parse(manifest_text, nullptr, false);
   if (manifest.is_discarded() || !manifest["layers"].is_array() || manifest["layers"].empty()) {
     return InvalidArgumentError(image_tar + ": the manifest names no layer");

@@ -19,11 +19,18 @@ struct SyncResult {
   std::string output;   // stdout and stderr together, as containerd reads `start`
 };
 
+// How RunIn collects output. kPipe reads to EOF, as containerd reads `start`
+// (so it also waits for any process that inherited the output). kMemfd lets
+// descendants keep the descriptor: `runc create` hands its stdio to the
+// container, which lives on after `create` returns.
+enum class Capture { kPipe, kMemfd };
+
 // Runs argv (argv[0] an absolute path or found in PATH) in `cwd` with
 // the current environment plus `extra_env` ("K=V"), stdin /dev/null, in a new
-// process group, and waits for it and for EOF on its output.
+// process group, and waits for it (and, with kPipe, for EOF on its output).
 Result<SyncResult> RunIn(const std::string& cwd, const std::vector<std::string>& argv,
-                         const std::vector<std::string>& extra_env = {});
+                         const std::vector<std::string>& extra_env = {},
+                         Capture capture = Capture::kPipe);
 
 // Waits until process `pid` (any process, not only a child) has exited.
 Status WaitForExit(pid_t pid, std::chrono::milliseconds timeout);

@@ -43,8 +43,8 @@ Status MeasureRunLatency(BenchEnv& env, const PhaseOptions& options, Report& rep
     }
   }
   HULL_RETURN_IF_ERROR(env.WaitForNoShims(std::chrono::seconds(30)));
-  const std::string section = "Latency (ms; " + std::to_string(options.run_count) +
-                              " runs per variant, interleaved)";
+  const std::string section =
+      "Latency (ms; " + std::to_string(options.run_count) + " runs per variant, interleaved)";
   report.Add({section, "`ctr run --rm busybox /bin/true`, median", QuantileOf(samples, 0.5), 1,
               Target::RatioAtMost(0.85)});
   report.Add({section, "`ctr run --rm busybox /bin/true`, p90", QuantileOf(samples, 0.9), 1,
@@ -67,8 +67,8 @@ Status MeasureExecAndState(BenchEnv& env, const PhaseOptions& options, Report& r
   }
   auto exec_once = [&](const Variant& v, const std::string& exec_id) -> Result<double> {
     auto t0 = Clock::now();
-    itest::CommandResult r = env.Ctr(
-        {"task", "exec", "--exec-id", exec_id, ids[static_cast<int>(v.kind)], "/bin/true"});
+    itest::CommandResult r =
+        env.Ctr({"task", "exec", "--exec-id", exec_id, ids[static_cast<int>(v.kind)], "/bin/true"});
     double ms = MillisecondsSince(t0);
     if (!r.ok()) return InternalError(v.name + ": ctr task exec: " + r.Describe());
     return ms;
@@ -84,12 +84,12 @@ Status MeasureExecAndState(BenchEnv& env, const PhaseOptions& options, Report& r
         Of(exec, *v).push_back(ms);
       }
     }
-    const std::string latency = "Latency (ms; " + std::to_string(options.exec_count) +
-                                " execs per variant, interleaved)";
+    const std::string latency =
+        "Latency (ms; " + std::to_string(options.exec_count) + " execs per variant, interleaved)";
     report.Add({latency, "`ctr task exec /bin/true`, median", QuantileOf(exec, 0.5), 1,
                 Target::RatioAtMost(0.85)});
-    report.Add({latency, "`ctr task exec /bin/true`, p90", QuantileOf(exec, 0.9), 1,
-                Target::None()});
+    report.Add(
+        {latency, "`ctr task exec /bin/true`, p90", QuantileOf(exec, 0.9), 1, Target::None()});
 
     // One client per shim, all made by hull's ttrpc client the same way.
     std::array<std::unique_ptr<ShimClient>, kKinds> clients;
@@ -124,8 +124,8 @@ Status MeasureExecAndState(BenchEnv& env, const PhaseOptions& options, Report& r
                                    std::to_string(options.state_rounds) + " rounds, median)";
     report.Add({throughput, "State calls/s, one at a time", QuantileOf(sequential, 0.5), 0,
                 Target::RatioAtLeast(2)});
-    report.Add({throughput, "State calls/s, 16 in flight", QuantileOf(pipelined, 0.5), 0,
-                Target::None()});
+    report.Add(
+        {throughput, "State calls/s, 16 in flight", QuantileOf(pipelined, 0.5), 0, Target::None()});
 
     // What serving exec and ~10^5 calls left behind in each shim.
     std::array<double, kKinds> rss, dirty, threads;

@@ -59,9 +59,17 @@ Result<Flags> ParseFlags(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--quick") {  // a smoke test of the bench itself, not figures
-      f.phases = {.run_count = 3, .exec_count = 3, .start_count = 3, .alone_count = 3,
-                  .state_calls = 500, .state_rounds = 2, .pods = 3, .grouped_pods = 2,
-                  .grouped_size = 2, .memory_rounds = 1, .big_memory_rounds = 1,
+      f.phases = {.run_count = 3,
+                  .exec_count = 3,
+                  .start_count = 3,
+                  .alone_count = 3,
+                  .state_calls = 500,
+                  .state_rounds = 2,
+                  .pods = 3,
+                  .grouped_pods = 2,
+                  .grouped_size = 2,
+                  .memory_rounds = 1,
+                  .big_memory_rounds = 1,
                   .settle = std::chrono::milliseconds(500)};
     } else if (arg == "--debug-log") {
       f.env.debug_log = true;
@@ -111,8 +119,11 @@ std::string Machine() {
   out += "Machine: nproc " + std::to_string(std::thread::hardware_concurrency()) + ", " +
          CpuModel() + ", Linux " + FirstLine({"uname", "-r"}) + "\n";
   out += "containerd: " + FirstLine({"containerd", "--version"}) + "\n";
-  out += "runc: " + FirstLine({"runc", "--version"}) + "; crun: " + FirstLine({"crun", "--version"}) +
-         "\n";
+  out += "runc: " + FirstLine({"runc", "--version"}) +
+         "; crun: " + FirstLine({"crun", "--version"}) + "\n";
+  if (const char* rev = std::getenv("HULL_BENCH_REVISION"); rev != nullptr) {
+    out += "hull: " + std::string(rev) + "\n";
+  }
   out += "Go shim: /usr/bin/containerd-shim-runc-v2 (" +
          FirstLine({"dpkg-query", "-W", "-f", "${Version}", "containerd"}) + ")\n";
   return out;
@@ -139,7 +150,7 @@ int Main(int argc, char** argv) {
   Report report;
   using Phase = Status (*)(BenchEnv&, const PhaseOptions&, Report&);
   const std::vector<std::pair<std::string, Phase>> phases = {
-      {"memory", MeasureMemory}, {"run", MeasureRunLatency}, {"exec", MeasureExecAndState},
+      {"memory", MeasureMemory},   {"run", MeasureRunLatency},     {"exec", MeasureExecAndState},
       {"start", MeasureShimStart}, {"alone", MeasureRuntimeAlone},
   };
   auto started = Clock::now();
@@ -166,4 +177,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace hull::bench
 
-int main(int argc, char** argv) { return hull::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return hull::bench::Main(argc, argv);
+}

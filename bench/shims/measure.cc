@@ -93,6 +93,8 @@ std::vector<pid_t> ProcessesOf(const std::string& binary_name,
   return pids;
 }
 
-double LoadAverage() { return std::strtod(ReadWholeFile("/proc/loadavg").c_str(), nullptr); }
+double LoadAverage() {
+  return std::strtod(ReadWholeFile("/proc/loadavg").c_str(), nullptr);
+}
 
 }  // namespace hull::bench

@@ -21,7 +21,9 @@ inline double MillisecondsSince(Clock::time_point start) {
 
 // The q-quantile (0..1) of `samples`, linearly interpolated; NaN when empty.
 double Quantile(std::vector<double> samples, double q);
-inline double Median(std::vector<double> samples) { return Quantile(std::move(samples), 0.5); }
+inline double Median(std::vector<double> samples) {
+  return Quantile(std::move(samples), 0.5);
+}
 
 // One process's memory (kB, from /proc/<pid>/smaps_rollup) and threads.
 struct ProcessMemory {

@@ -62,31 +62,37 @@ std::array<double, kKinds> MedianOf(const std::array<std::vector<GroupMemory>, k
 }
 
 void AddLayoutFigures(const Layout& layout,
-                      const std::array<std::vector<GroupMemory>, kKinds>& samples,
-                      Report& report) {
-  const std::string section = "Memory, " + layout.name + " (median of " +
-                              std::to_string(layout.rounds) + " rounds)";
+                      const std::array<std::vector<GroupMemory>, kKinds>& samples, Report& report) {
+  const std::string section =
+      "Memory, " + layout.name + " (median of " + std::to_string(layout.rounds) + " rounds)";
   auto add = [&](std::string label, auto get, int decimals, Target target) {
     report.Add({section, std::move(label), MedianOf(samples, get), decimals, target});
   };
-  add("shim processes", [](const GroupMemory& g) { return g.processes; }, 0, Target::None());
-  add("RSS per shim (kB)", [](const GroupMemory& g) { return g.PerProcess().rss_kb; }, 0,
+  add(
+      "shim processes", [](const GroupMemory& g) { return g.processes; }, 0, Target::None());
+  add(
+      "RSS per shim (kB)", [](const GroupMemory& g) { return g.PerProcess().rss_kb; }, 0,
       Target::RatioAtMost(0.35));
-  add("PSS per shim (kB)", [](const GroupMemory& g) { return g.PerProcess().pss_kb; }, 0,
+  add(
+      "PSS per shim (kB)", [](const GroupMemory& g) { return g.PerProcess().pss_kb; }, 0,
       Target::None());
-  add("Private_Dirty per shim (kB)",
+  add(
+      "Private_Dirty per shim (kB)",
       [](const GroupMemory& g) { return g.PerProcess().private_dirty_kb; }, 0,
       Target::RatioAtMost(0.2));
-  add("threads per shim", [](const GroupMemory& g) { return g.PerProcess().threads; }, 1,
+  add(
+      "threads per shim", [](const GroupMemory& g) { return g.PerProcess().threads; }, 1,
       Target::HullEquals(1));
   if (layout.pods * layout.containers_per_pod > 1) {
-    add("total RSS (kB)", [](const GroupMemory& g) { return g.total.rss_kb; }, 0,
-        Target::None());
-    add("total PSS (kB)", [](const GroupMemory& g) { return g.total.pss_kb; }, 0,
-        Target::None());
-    add("total Private_Dirty (kB)", [](const GroupMemory& g) { return g.total.private_dirty_kb; },
+    add(
+        "total RSS (kB)", [](const GroupMemory& g) { return g.total.rss_kb; }, 0, Target::None());
+    add(
+        "total PSS (kB)", [](const GroupMemory& g) { return g.total.pss_kb; }, 0, Target::None());
+    add(
+        "total Private_Dirty (kB)", [](const GroupMemory& g) { return g.total.private_dirty_kb; },
         0, Target::None());
-    add("total PSS per container (kB)",
+    add(
+        "total PSS per container (kB)",
         [&](const GroupMemory& g) {
           return g.total.pss_kb / (layout.pods * layout.containers_per_pod);
         },

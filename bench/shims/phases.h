@@ -12,17 +12,17 @@
 namespace hull::bench {
 
 struct PhaseOptions {
-  int run_count = 30;     // ctr run --rm per variant
-  int exec_count = 30;    // ctr task exec per variant
-  int start_count = 20;   // shim start-to-Connect per shim binary
-  int alone_count = 20;   // runc/crun lifecycles without any shim
+  int run_count = 50;      // ctr run --rm per variant
+  int exec_count = 50;     // ctr task exec per variant
+  int start_count = 30;    // shim start-to-Connect per shim binary
+  int alone_count = 30;    // runc/crun lifecycles without any shim
   int state_calls = 5000;  // State calls per throughput sample
   int state_rounds = 5;
-  int pods = 50;             // "many pods" memory figure
-  int grouped_pods = 10;     // pods of `grouped_size` containers
+  int pods = 50;          // "many pods" memory figure
+  int grouped_pods = 10;  // pods of `grouped_size` containers
   int grouped_size = 5;
-  int memory_rounds = 3;       // 1-pod layout
-  int big_memory_rounds = 2;   // the many-pod layouts
+  int memory_rounds = 3;                                       // 1-pod layout
+  int big_memory_rounds = 2;                                   // the many-pod layouts
   std::chrono::milliseconds settle = std::chrono::seconds(3);  // idle time before reading memory
 };
 

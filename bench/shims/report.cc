@@ -25,14 +25,10 @@ std::string Format(double v, int decimals) {
 
 std::string TargetText(const Figure& f) {
   switch (f.target.goal) {
-    case Target::Goal::kNone:
-      return "";
-    case Target::Goal::kRatioAtMost:
-      return "≤ " + Format(f.target.value, 2);
-    case Target::Goal::kRatioAtLeast:
-      return "≥ " + Format(f.target.value, 0);
-    case Target::Goal::kHullEquals:
-      return "hull = " + Format(f.target.value, 0);
+    case Target::Goal::kNone: return "";
+    case Target::Goal::kRatioAtMost: return "≤ " + Format(f.target.value, 2);
+    case Target::Goal::kRatioAtLeast: return "≥ " + Format(f.target.value, 0);
+    case Target::Goal::kHullEquals: return "hull = " + Format(f.target.value, 0);
   }
   return "";
 }
@@ -41,8 +37,7 @@ std::string Verdict(const Figure& f) {
   double ratio = f.Ratio();
   bool met = false;
   switch (f.target.goal) {
-    case Target::Goal::kNone:
-      return "";
+    case Target::Goal::kNone: return "";
     case Target::Goal::kRatioAtMost:
       if (std::isnan(ratio)) return "";
       met = ratio <= f.target.value;
@@ -73,9 +68,9 @@ std::string Report::Markdown() const {
     }
     double ratio = f.show_ratio ? f.Ratio() : kNotMeasured;
     out += "| " + f.label + " | " + Format(f.values[0], f.decimals) + " | " +
-           Format(f.values[1], f.decimals) + " | " + (std::isnan(ratio) || std::isinf(ratio) ? "–" : Format(ratio, 2)) +
-           " | " + Format(f.values[2], f.decimals) + " | " + TargetText(f) + " | " + Verdict(f) +
-           " |\n";
+           Format(f.values[1], f.decimals) + " | " +
+           (std::isnan(ratio) || std::isinf(ratio) ? "–" : Format(ratio, 2)) + " | " +
+           Format(f.values[2], f.decimals) + " | " + TargetText(f) + " | " + Verdict(f) + " |\n";
   }
   if (!notes_.empty()) out += "\n";
   for (const std::string& n : notes_) out += n + "\n";

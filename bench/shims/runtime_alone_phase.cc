@@ -23,7 +23,7 @@ Result<Lifecycle> RunOnce(const std::string& runtime, const std::string& root,
                           const std::string& bundle, const std::string& id) {
   auto run = [&](std::vector<std::string> args) -> Status {
     args.insert(args.begin(), {runtime, "--root", root});
-    HULL_ASSIGN_OR_RETURN(SyncResult r, RunIn(bundle, args));
+    HULL_ASSIGN_OR_RETURN(SyncResult r, RunIn(bundle, args, {}, Capture::kMemfd));
     if (r.exit_status != 0) {
       return InternalError(runtime + " " + args[3] + ": exit " + std::to_string(r.exit_status) +
                            ": " + r.output);
@@ -95,8 +95,8 @@ Status MeasureRuntimeAlone(BenchEnv& env, const PhaseOptions& options, Report& r
               Target::None(), false});
   report.Add({section, "start", figure([](const Lifecycle& l) { return l.start_ms; }), 1,
               Target::None(), false});
-  report.Add({section, "until /bin/true exited", figure([](const Lifecycle& l) { return l.wait_ms; }),
-              1, Target::None(), false});
+  report.Add({section, "until /bin/true exited",
+              figure([](const Lifecycle& l) { return l.wait_ms; }), 1, Target::None(), false});
   report.Add({section, "delete", figure([](const Lifecycle& l) { return l.delete_ms; }), 1,
               Target::None(), false});
   report.Add({section, "create + start + wait + delete",

@@ -41,8 +41,7 @@ Result<tv2::ConnectResponse> ShimClient::Connect(const std::string& id,
 Result<tv2::StateResponse> ShimClient::State(const std::string& id) {
   tv2::StateRequest request;
   request.set_id(id);
-  return client_->CallUnarySync<tv2::StateResponse>(kTaskService, "State", request,
-                                                    Options(10s));
+  return client_->CallUnarySync<tv2::StateResponse>(kTaskService, "State", request, Options(10s));
 }
 
 void ShimClient::Shutdown(const std::string& id) {
@@ -76,8 +75,8 @@ Result<double> ShimClient::StateCallsPerSecond(const std::string& id, int calls,
   };
   auto t0 = Clock::now();
   for (int i = 0; i < in_flight; ++i) start_one();
-  bool done = loop_->RunUntil([&] { return finished == started && (started == calls || !failure.ok()); },
-                              120s);
+  bool done = loop_->RunUntil(
+      [&] { return finished == started && (started == calls || !failure.ok()); }, 120s);
   double seconds = MillisecondsSince(t0) / 1000.0;
   if (!failure.ok()) return failure.WithContext("State");
   if (!done) return DeadlineExceededError("State calls did not finish within 120 s");

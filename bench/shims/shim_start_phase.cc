@@ -41,14 +41,16 @@ class StartRun {
     bundle_ = env_.containerd().dir() + "/bench/start/" + id_;
     HULL_RETURN_IF_ERROR(PrepareBundle());
     const std::string grpc = env_.containerd().address();
-    std::vector<std::string> flags = {binary_, "-namespace", "default", "-address", grpc,
-                                      "-publish-binary", "/usr/bin/containerd", "-id", id_};
+    std::vector<std::string> flags = {
+        binary_,           "-namespace",          "default", "-address", grpc,
+        "-publish-binary", "/usr/bin/containerd", "-id",     id_};
     flags.push_back("start");
 
     StartSample sample;
     auto t0 = Clock::now();
-    HULL_ASSIGN_OR_RETURN(SyncResult start,
-                          RunIn(bundle_, flags, {"GOMAXPROCS=2", "TTRPC_ADDRESS=" + grpc + ".ttrpc"}));
+    HULL_ASSIGN_OR_RETURN(
+        SyncResult start,
+        RunIn(bundle_, flags, {"GOMAXPROCS=2", "TTRPC_ADDRESS=" + grpc + ".ttrpc"}));
     sample.start_exit_ms = MillisecondsSince(t0);
     if (start.exit_status != 0) {
       return InternalError(binary_ + " start: exit " + std::to_string(start.exit_status) + ": " +
@@ -92,8 +94,9 @@ class StartRun {
     if (server_pid_ > 0) WaitForExit(server_pid_, 10s).IgnoreError();
     const std::string grpc = env_.containerd().address();
     if (fs::exists(bundle_)) {
-      RunIn(bundle_, {binary_, "-namespace", "default", "-address", grpc, "-publish-binary",
-                      "/usr/bin/containerd", "-id", id_, "-bundle", bundle_, "delete"},
+      RunIn(bundle_,
+            {binary_, "-namespace", "default", "-address", grpc, "-publish-binary",
+             "/usr/bin/containerd", "-id", id_, "-bundle", bundle_, "delete"},
             {"TTRPC_ADDRESS=" + grpc + ".ttrpc"})
           .status()
           .IgnoreError();
@@ -165,8 +168,8 @@ Status MeasureShimStart(BenchEnv& env, const PhaseOptions& options, Report& repo
     }
     return out;
   };
-  const std::string latency = "Shim start (ms; " + std::to_string(options.start_count) +
-                              " per shim, interleaved)";
+  const std::string latency =
+      "Shim start (ms; " + std::to_string(options.start_count) + " per shim, interleaved)";
   report.Add({latency, "`start` until the first answered Connect, median",
               figure([](const StartSample& s) { return s.connect_ms; }, 0.5), 1, Target::None()});
   report.Add({latency, "`start` until the first answered Connect, p90",

@@ -37,8 +37,8 @@ TEST(CgroupPathFromOciTest, Systemd) {
 }
 
 TEST(CgroupPathFromOciTest, SystemdRefusesMalformed) {
-  for (std::string_view bad : {"", "/a/b", "a.slice:b", "a.slice:b:c:d", "a:p:c", "a.slice:p:",
-                               "a.slice:p:x/y", "a.slice:p:..", "a.slice:p/q:c"}) {
+  for (std::string_view bad : {"", "/a/b", "a.slice:b", "a.slice:b:c:d", "a:p:c",
+                               "a.slice:p:", "a.slice:p:x/y", "a.slice:p:..", "a.slice:p/q:c"}) {
     auto r = CgroupPathFromOci(bad, true);
     ASSERT_FALSE(r.has_value()) << bad;
     EXPECT_EQ(r.error().code(), Code::kInvalidArgument) << bad;

@@ -95,10 +95,10 @@ TEST_F(ManagerV2Test, CreateAppliesLimitsAndChecksControllers) {
 }
 
 TEST_F(ManagerV2Test, ApplyWritesEveryFile) {
-  Touch("pod", {"cpu.weight", "cpu.max", "cpu.max.burst", "cpu.idle", "cpuset.cpus", "cpuset.mems",
-                "memory.min", "memory.low", "memory.high", "memory.max", "memory.swap.max",
-                "pids.max", "io.weight", "io.max", "hugetlb.2MB.max", "rdma.max",
-                "memory.oom.group"});
+  Touch("pod",
+        {"cpu.weight", "cpu.max", "cpu.max.burst", "cpu.idle", "cpuset.cpus", "cpuset.mems",
+         "memory.min", "memory.low", "memory.high", "memory.max", "memory.swap.max", "pids.max",
+         "io.weight", "io.max", "hugetlb.2MB.max", "rdma.max", "memory.oom.group"});
   Manager m = At("/pod");
   Resources r;
   r.cpu_weight = 39;
@@ -305,9 +305,8 @@ TEST_F(ManagerV2Test, FreezeAsyncCompletesOnTheEventsChange) {
   EXPECT_EQ(File("pod/cgroup.freeze"), "1");
   EXPECT_FALSE(loop_->RunUntil([&] { return result.has_value(); }, kShort));
   // The "kernel" freezes: rewritten in place, as cgroupfs updates the file.
-  auto flip = loop_->AddTimer(milliseconds(10), [&] {
-    host_.Write("pod/cgroup.events", "populated 1\nfrozen 1\n");
-  });
+  auto flip = loop_->AddTimer(milliseconds(10),
+                              [&] { host_.Write("pod/cgroup.events", "populated 1\nfrozen 1\n"); });
   auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(loop_->RunUntil([&] { return result.has_value(); }, kLong));
   EXPECT_TRUE(result->ok()) << result->ToString();

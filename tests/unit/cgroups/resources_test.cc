@@ -92,8 +92,8 @@ TEST(ParseResourcesTest, MapsEveryField) {
   EXPECT_EQ(r->unified.at("memory.high"), "400000000");
   EXPECT_EQ(r->unified.at("memory.min"), "1000");
   EXPECT_EQ(r->unified.at("cgroup.max.depth"), "3");
-  EXPECT_EQ(r->Controllers(), (std::vector<std::string>{"cpu", "cpuset", "memory", "pids", "io",
-                                                        "hugetlb", "rdma"}));
+  EXPECT_EQ(r->Controllers(),
+            (std::vector<std::string>{"cpu", "cpuset", "memory", "pids", "io", "hugetlb", "rdma"}));
 }
 
 TEST(ParseResourcesTest, BothJsonFlavoursAndNull) {
@@ -144,8 +144,8 @@ TEST(ParseResourcesTest, RefusesWrongTypesAndValues) {
       R"({"memory": {"limit": "1G"}})",
       R"({"memory": {"limit": 1.5}})",
       R"({"memory": {"limit": 18446744073709551615}})",
-      R"({"memory": {"swap": 1048576}})",                      // swap without limit
-      R"({"memory": {"limit": 2097152, "swap": 1048576}})",    // swap below limit
+      R"({"memory": {"swap": 1048576}})",                    // swap without limit
+      R"({"memory": {"limit": 2097152, "swap": 1048576}})",  // swap below limit
       R"({"cpu": {"shares": -2}})",
       R"({"cpu": {"cpus": 3}})",
       R"({"pids": {"limit": true}})",
