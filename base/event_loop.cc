@@ -171,7 +171,8 @@ void EventLoop::RunPosted() {
 Status EventLoop::Run() {
   stop_ = false;
   while (!stop_) {
-    if (event_base_loop(base_, EVLOOP_ONCE | EVLOOP_NO_EXIT_ON_EMPTY) < 0) return InternalError("event_base_loop failed");
+    if (event_base_loop(base_, EVLOOP_ONCE | EVLOOP_NO_EXIT_ON_EMPTY) < 0)
+      return InternalError("event_base_loop failed");
   }
   return Status::Ok();
 }

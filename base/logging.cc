@@ -1,9 +1,9 @@
 #include "base/logging.h"
 
+#include <fcntl.h>
 #include <spdlog/details/null_mutex.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/null_sink.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 namespace hull {
@@ -36,7 +36,8 @@ class FdSink : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
 };
 
 // logrus-style text, which is what containerd users expect in its log.
-constexpr char kPattern[] = "time=\"%Y-%m-%dT%H:%M:%S.%fZ\" level=%l msg=\"%v\" runtime=io.containerd.hull.v2";
+constexpr char kPattern[] =
+    "time=\"%Y-%m-%dT%H:%M:%S.%fZ\" level=%l msg=\"%v\" runtime=io.containerd.hull.v2";
 
 std::shared_ptr<spdlog::logger> MakeLogger(std::string_view name, spdlog::sink_ptr sink) {
   auto logger = std::make_shared<spdlog::logger>(std::string(name), std::move(sink));

@@ -43,20 +43,48 @@ std::string Status::ToString() const {
   return out;
 }
 
-Status CanceledError(std::string m) { return Status(Code::kCanceled, std::move(m)); }
-Status UnknownError(std::string m) { return Status(Code::kUnknown, std::move(m)); }
-Status InvalidArgumentError(std::string m) { return Status(Code::kInvalidArgument, std::move(m)); }
-Status DeadlineExceededError(std::string m) { return Status(Code::kDeadlineExceeded, std::move(m)); }
-Status NotFoundError(std::string m) { return Status(Code::kNotFound, std::move(m)); }
-Status AlreadyExistsError(std::string m) { return Status(Code::kAlreadyExists, std::move(m)); }
-Status PermissionDeniedError(std::string m) { return Status(Code::kPermissionDenied, std::move(m)); }
-Status ResourceExhaustedError(std::string m) { return Status(Code::kResourceExhausted, std::move(m)); }
-Status FailedPreconditionError(std::string m) { return Status(Code::kFailedPrecondition, std::move(m)); }
-Status AbortedError(std::string m) { return Status(Code::kAborted, std::move(m)); }
-Status OutOfRangeError(std::string m) { return Status(Code::kOutOfRange, std::move(m)); }
-Status UnimplementedError(std::string m) { return Status(Code::kUnimplemented, std::move(m)); }
-Status InternalError(std::string m) { return Status(Code::kInternal, std::move(m)); }
-Status UnavailableError(std::string m) { return Status(Code::kUnavailable, std::move(m)); }
+Status CanceledError(std::string m) {
+  return Status(Code::kCanceled, std::move(m));
+}
+Status UnknownError(std::string m) {
+  return Status(Code::kUnknown, std::move(m));
+}
+Status InvalidArgumentError(std::string m) {
+  return Status(Code::kInvalidArgument, std::move(m));
+}
+Status DeadlineExceededError(std::string m) {
+  return Status(Code::kDeadlineExceeded, std::move(m));
+}
+Status NotFoundError(std::string m) {
+  return Status(Code::kNotFound, std::move(m));
+}
+Status AlreadyExistsError(std::string m) {
+  return Status(Code::kAlreadyExists, std::move(m));
+}
+Status PermissionDeniedError(std::string m) {
+  return Status(Code::kPermissionDenied, std::move(m));
+}
+Status ResourceExhaustedError(std::string m) {
+  return Status(Code::kResourceExhausted, std::move(m));
+}
+Status FailedPreconditionError(std::string m) {
+  return Status(Code::kFailedPrecondition, std::move(m));
+}
+Status AbortedError(std::string m) {
+  return Status(Code::kAborted, std::move(m));
+}
+Status OutOfRangeError(std::string m) {
+  return Status(Code::kOutOfRange, std::move(m));
+}
+Status UnimplementedError(std::string m) {
+  return Status(Code::kUnimplemented, std::move(m));
+}
+Status InternalError(std::string m) {
+  return Status(Code::kInternal, std::move(m));
+}
+Status UnavailableError(std::string m) {
+  return Status(Code::kUnavailable, std::move(m));
+}
 
 Code CodeFromErrno(int err) {
   switch (err) {

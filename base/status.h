@@ -97,15 +97,17 @@ class [[nodiscard]] Result : public std::expected<T, Status> {
   using Base = std::expected<T, Status>;
   using Base::Base;
   Result(Status status) : Base(std::unexpect, std::move(status)) {}  // NOLINT: implicit by design
-  Result(const Base& b) : Base(b) {}                                  // NOLINT
-  Result(Base&& b) : Base(std::move(b)) {}                            // NOLINT
+  Result(const Base& b) : Base(b) {}                                 // NOLINT
+  Result(Base&& b) : Base(std::move(b)) {}                           // NOLINT
 
   // The error, or OK when there is a value.
   Status status() const { return this->has_value() ? Status() : this->error(); }
 };
 
 namespace internal {
-inline Status AsStatus(const Status& s) { return s; }
+inline Status AsStatus(const Status& s) {
+  return s;
+}
 template <typename T>
 Status AsStatus(const Result<T>& r) {
   return r.status();
@@ -119,25 +121,25 @@ Status AsStatus(const Result<T>& r) {
 
 // Returns the Status of `expr` (a Status or a Result) from the enclosing
 // function if it is not OK.
-#define HULL_RETURN_IF_ERROR(expr)                                           \
-  do {                                                                       \
-    ::hull::Status hull_status_ = ::hull::internal::AsStatus((expr));       \
-    if (!hull_status_.ok()) return hull_status_;                             \
+#define HULL_RETURN_IF_ERROR(expr)                                    \
+  do {                                                                \
+    ::hull::Status hull_status_ = ::hull::internal::AsStatus((expr)); \
+    if (!hull_status_.ok()) return hull_status_;                      \
   } while (0)
 
 // Same, adding context to the message on the way up.
-#define HULL_RETURN_IF_ERROR_CTX(expr, ctx)                                  \
-  do {                                                                       \
-    ::hull::Status hull_status_ = ::hull::internal::AsStatus((expr));       \
-    if (!hull_status_.ok()) return hull_status_.WithContext(ctx);            \
+#define HULL_RETURN_IF_ERROR_CTX(expr, ctx)                           \
+  do {                                                                \
+    ::hull::Status hull_status_ = ::hull::internal::AsStatus((expr)); \
+    if (!hull_status_.ok()) return hull_status_.WithContext(ctx);     \
   } while (0)
 
 // `HULL_ASSIGN_OR_RETURN(auto x, MakeX());` binds the value of a Result or
 // returns its error.
 #define HULL_ASSIGN_OR_RETURN(lhs, expr) \
   HULL_ASSIGN_OR_RETURN_IMPL(HULL_CONCAT(hull_result_, __LINE__), lhs, expr)
-#define HULL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                               \
+#define HULL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)     \
+  auto tmp = (expr);                                   \
   if (!tmp.has_value()) return std::move(tmp).error(); \
   lhs = std::move(*tmp)
 

@@ -1,9 +1,10 @@
 #include "shim/container.h"
 
 #include <fcntl.h>
-#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
 #include "base/spawn.h"
@@ -38,7 +39,9 @@ containerd::v1::types::Status StatusEnum(ProcessState state) {
 Container::Container(ShimContext& ctx, std::string id, std::string bundle, ShimConfig options)
     : ctx_(ctx), id_(std::move(id)), bundle_(std::move(bundle)), options_(std::move(options)) {}
 
-Container::~Container() { *alive_ = false; }
+Container::~Container() {
+  *alive_ = false;
+}
 
 Result<Process*> Container::Find(const std::string& exec_id) const {
   if (exec_id.empty()) return init_.get();
@@ -85,10 +88,11 @@ void Container::Create(const tv2::CreateTaskRequest& request, Reply<pid_t> done)
   if (!mounted.ok()) return FailCreate(mounted.WithContext("mount rootfs"), std::move(done));
   rootfs_mounted_ = !request.rootfs().empty();
 
-  init_ = std::make_unique<Process>(
-      id_, "",
-      StdioConfig{.stdin_path = request.stdin(), .stdout_path = request.stdout(),
-                  .stderr_path = request.stderr(), .terminal = request.terminal()});
+  init_ = std::make_unique<Process>(id_, "",
+                                    StdioConfig{.stdin_path = request.stdin(),
+                                                .stdout_path = request.stdout(),
+                                                .stderr_path = request.stderr(),
+                                                .terminal = request.terminal()});
   ev::TaskCreate event;
   event.set_container_id(id_);
   event.set_bundle(bundle_);
@@ -102,8 +106,11 @@ void Container::Create(const tv2::CreateTaskRequest& request, Reply<pid_t> done)
   std::weak_ptr<bool> alive = alive_;
   ProcessIo::Create(
       ctx_.loop, ctx_.reaper, init_->stdio(),
-      StdioContext{.container_id = id_, .ns = ctx_.ns, .io_uid = options_.io_uid,
-                   .io_gid = options_.io_gid, .work_dir = bundle_},
+      StdioContext{.container_id = id_,
+                   .ns = ctx_.ns,
+                   .io_uid = options_.io_uid,
+                   .io_gid = options_.io_gid,
+                   .work_dir = bundle_},
       [this, alive, event = std::move(event), checkpoint = request.checkpoint(),
        done = std::move(done)](Result<std::unique_ptr<ProcessIo>> io) mutable {
         if (alive.expired()) return;
@@ -143,7 +150,8 @@ void Container::Create(const tv2::CreateTaskRequest& request, Reply<pid_t> done)
 
 void Container::FailCreate(Status status, Reply<pid_t> done) {
   Status unmounted = Unmount();
-  if (!unmounted.ok()) ctx_.log.Error("create {}: undo rootfs mount: {}", id_, unmounted.ToString());
+  if (!unmounted.ok())
+    ctx_.log.Error("create {}: undo rootfs mount: {}", id_, unmounted.ToString());
   done(status.WithContext("create " + id_));
 }
 
@@ -181,8 +189,8 @@ void Container::OnExit(Process* process, int exit_status) {
   }
   process->RecordExit(exit_status);
   if (process->is_init()) {
-    bool execs_live = std::any_of(execs_.begin(), execs_.end(),
-                                  [](const auto& e) { return e.second->live(); });
+    bool execs_live =
+        std::any_of(execs_.begin(), execs_.end(), [](const auto& e) { return e.second->live(); });
     if (execs_live) {
       // The init's exit is published after every exec's. Without a pid
       // namespace of its own the execs do not die with the init: kill them.
@@ -242,7 +250,8 @@ void Container::Start(const std::string& exec_id, Reply<pid_t> done) {
     event.set_pid(static_cast<uint32_t>(init_->pid()));
     ctx_.publisher.Publish("/tasks/start", "containerd.events.TaskStart", event);
     init_->start_published = true;
-    if (auto early = std::exchange(init_->exit_before_start, std::nullopt)) OnExit(init_.get(), *early);
+    if (auto early = std::exchange(init_->exit_before_start, std::nullopt))
+      OnExit(init_.get(), *early);
     done(init_->pid());
   });
 }
@@ -259,10 +268,11 @@ Status Container::AddExec(const tv2::ExecProcessRequest& request) {
     return InvalidArgumentError("exec " + exec_id + ": spec is not an OCI process JSON object");
   }
   process["terminal"] = request.terminal();
-  auto exec = std::make_unique<Process>(
-      id_, exec_id,
-      StdioConfig{.stdin_path = request.stdin(), .stdout_path = request.stdout(),
-                  .stderr_path = request.stderr(), .terminal = request.terminal()});
+  auto exec = std::make_unique<Process>(id_, exec_id,
+                                        StdioConfig{.stdin_path = request.stdin(),
+                                                    .stdout_path = request.stdout(),
+                                                    .stderr_path = request.stderr(),
+                                                    .terminal = request.terminal()});
   exec->spec_json = process.dump();
   execs_.emplace(exec_id, std::move(exec));
   ev::TaskExecAdded event;
@@ -274,7 +284,8 @@ Status Container::AddExec(const tv2::ExecProcessRequest& request) {
 
 void Container::StartExec(Process* process, Reply<pid_t> done) {
   std::string what = "start exec " + process->exec_id();
-  if (init_->exited()) return done(FailedPreconditionError(what + ": container " + id_ + " has exited"));
+  if (init_->exited())
+    return done(FailedPreconditionError(what + ": container " + id_ + " has exited"));
   Status can = CheckTransition(process->state(), ProcessState::kRunning);
   if (!can.ok()) return done(can.WithContext(what));
   std::string json_path = ExecPath(process->exec_id(), ".process.json");
@@ -283,55 +294,58 @@ void Container::StartExec(Process* process, Reply<pid_t> done) {
 
   std::weak_ptr<bool> alive = alive_;
   std::string exec_id = process->exec_id();
-  ProcessIo::Create(
-      ctx_.loop, ctx_.reaper, process->stdio(),
-      StdioContext{.container_id = id_, .ns = ctx_.ns, .io_uid = options_.io_uid,
-                   .io_gid = options_.io_gid, .work_dir = bundle_},
-      [this, alive, exec_id, json_path, what, done = std::move(done)](
-          Result<std::unique_ptr<ProcessIo>> io) mutable {
-        if (alive.expired()) return;
-        auto found = Find(exec_id);
-        if (!found) return done(found.error().WithContext(what));
-        Process* process = *found;
-        if (!io) {
-          ::unlink(json_path.c_str());
-          return done(io.error().WithContext(what + ": stdio"));
-        }
-        process->set_io(std::move(*io));
-        ExecRequest req{.id = id_,
-                        .exec_id = exec_id,
-                        .process_json = json_path,
-                        .pid_file = ExecPath(exec_id, ".pid"),
-                        .stdio = process->io()->runtime_stdio()};
-        backend_->Exec(req, [this, alive, exec_id, json_path, what,
-                             done = std::move(done)](Status status) mutable {
-          if (alive.expired()) return;
-          ::unlink(json_path.c_str());
-          auto found = Find(exec_id);
-          if (!found) return done(found.error().WithContext(what));
-          Process* process = *found;
-          if (!status.ok()) {
-            process->io()->RuntimeFailed();
-            process->set_io(nullptr);
-            return done(status.WithContext(what));
-          }
-          process->io()->RuntimeStarted();
-          auto pid = ReadPidFile(ExecPath(exec_id, ".pid"));
-          if (!pid) return done(pid.error().WithContext(what));
-          process->set_pid(*pid);
-          process->TransitionTo(ProcessState::kRunning).IgnoreError();
-          ev::TaskExecStarted event;
-          event.set_container_id(id_);
-          event.set_exec_id(exec_id);
-          event.set_pid(static_cast<uint32_t>(*pid));
-          ctx_.publisher.Publish("/tasks/exec-started", "containerd.events.TaskExecStarted", event);
-          process->start_published = true;
-          // Registered after the event is queued; an exit reaped meanwhile
-          // was kept by the reaper and arrives on a later turn.
-          WatchExit(process);
-          done(*pid);
-        });
-      });
+  ProcessIo::Create(ctx_.loop, ctx_.reaper, process->stdio(),
+                    StdioContext{.container_id = id_,
+                                 .ns = ctx_.ns,
+                                 .io_uid = options_.io_uid,
+                                 .io_gid = options_.io_gid,
+                                 .work_dir = bundle_},
+                    [this, alive, exec_id, json_path, what,
+                     done = std::move(done)](Result<std::unique_ptr<ProcessIo>> io) mutable {
+                      if (alive.expired()) return;
+                      auto found = Find(exec_id);
+                      if (!found) return done(found.error().WithContext(what));
+                      Process* process = *found;
+                      if (!io) {
+                        ::unlink(json_path.c_str());
+                        return done(io.error().WithContext(what + ": stdio"));
+                      }
+                      process->set_io(std::move(*io));
+                      ExecRequest req{.id = id_,
+                                      .exec_id = exec_id,
+                                      .process_json = json_path,
+                                      .pid_file = ExecPath(exec_id, ".pid"),
+                                      .stdio = process->io()->runtime_stdio()};
+                      backend_->Exec(req, [this, alive, exec_id, json_path, what,
+                                           done = std::move(done)](Status status) mutable {
+                        if (alive.expired()) return;
+                        ::unlink(json_path.c_str());
+                        auto found = Find(exec_id);
+                        if (!found) return done(found.error().WithContext(what));
+                        Process* process = *found;
+                        if (!status.ok()) {
+                          process->io()->RuntimeFailed();
+                          process->set_io(nullptr);
+                          return done(status.WithContext(what));
+                        }
+                        process->io()->RuntimeStarted();
+                        auto pid = ReadPidFile(ExecPath(exec_id, ".pid"));
+                        if (!pid) return done(pid.error().WithContext(what));
+                        process->set_pid(*pid);
+                        process->TransitionTo(ProcessState::kRunning).IgnoreError();
+                        ev::TaskExecStarted event;
+                        event.set_container_id(id_);
+                        event.set_exec_id(exec_id);
+                        event.set_pid(static_cast<uint32_t>(*pid));
+                        ctx_.publisher.Publish("/tasks/exec-started",
+                                               "containerd.events.TaskExecStarted", event);
+                        process->start_published = true;
+                        // Registered after the event is queued; an exit reaped meanwhile
+                        // was kept by the reaper and arrives on a later turn.
+                        WatchExit(process);
+                        done(*pid);
+                      });
+                    });
 }
 
 // ---- Kill / Wait / State ----
@@ -389,8 +403,10 @@ Result<tv2::StateResponse> Container::State(const std::string& exec_id) const {
 void Container::Delete(const std::string& exec_id, Reply<tv2::DeleteResponse> done) {
   HULL_ASSIGN_OR_ANSWER(Process * process, Find(exec_id), done);
   if (process->live()) {
-    return done(FailedPreconditionError("cannot delete " + std::string(process->is_init() ? "container " + id_ : "exec " + exec_id) +
-                                        ": it is " + std::string(ProcessStateName(process->state()))));
+    return done(FailedPreconditionError(
+        "cannot delete " +
+        std::string(process->is_init() ? "container " + id_ : "exec " + exec_id) + ": it is " +
+        std::string(ProcessStateName(process->state()))));
   }
   if (process->is_init()) return DeleteInit(std::move(done));
   auto finish = [this, alive = std::weak_ptr<bool>(alive_), exec_id, done = std::move(done)]() {
@@ -501,7 +517,8 @@ void Container::Update(const std::string& resources_json, Done done) {
   }
   auto parsed = nlohmann::json::parse(resources_json, nullptr, false);
   if (parsed.is_discarded() || !parsed.is_object()) {
-    return done(InvalidArgumentError("update " + id_ + ": resources are not a LinuxResources JSON object"));
+    return done(
+        InvalidArgumentError("update " + id_ + ": resources are not a LinuxResources JSON object"));
   }
   backend_->Update(id_, resources_json, std::move(done));
 }

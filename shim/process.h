@@ -34,7 +34,8 @@ google::protobuf::Timestamp NowTime();
 class Process {
  public:
   Process(std::string container_id, std::string exec_id, StdioConfig stdio)
-      : container_id_(std::move(container_id)), exec_id_(std::move(exec_id)),
+      : container_id_(std::move(container_id)),
+        exec_id_(std::move(exec_id)),
         stdio_(std::move(stdio)) {}
 
   bool is_init() const { return exec_id_.empty(); }
@@ -46,7 +47,9 @@ class Process {
 
   ProcessState state() const { return state_; }
   Status TransitionTo(ProcessState next);
-  bool exited() const { return state_ == ProcessState::kStopped || state_ == ProcessState::kDeleted; }
+  bool exited() const {
+    return state_ == ProcessState::kStopped || state_ == ProcessState::kDeleted;
+  }
   // Running as far as its container is concerned: started and not exited.
   bool live() const {
     return state_ == ProcessState::kRunning || state_ == ProcessState::kPausing ||

@@ -67,7 +67,9 @@ std::unique_ptr<EventSink> MakeForwardSink(EventLoop& loop, std::string ttrpc_ad
 EventPublisher::EventPublisher(EventLoop& loop, const Logger& log, std::unique_ptr<EventSink> sink)
     : loop_(loop), log_(log), sink_(std::move(sink)) {}
 
-EventPublisher::~EventPublisher() { *alive_ = false; }
+EventPublisher::~EventPublisher() {
+  *alive_ = false;
+}
 
 void EventPublisher::Enqueue(std::string topic, google::protobuf::Any event) {
   if (queue_.size() >= kMaxQueued) {

@@ -62,7 +62,8 @@ int RunServer(const ServerArgs& args) {
   Reaper& reaper = **reaper_or;
 
   EventPublisher publisher(loop, log, MakeForwardSink(loop, args.ttrpc_address, args.ns));
-  ShimContext ctx{.loop = loop, .reaper = reaper, .log = log, .publisher = publisher, .ns = args.ns};
+  ShimContext ctx{
+      .loop = loop, .reaper = reaper, .log = log, .publisher = publisher, .ns = args.ns};
 
   std::string socket_path = SocketPath(args.listen_fd);
   ttrpc::ServerOptions server_options;

@@ -34,10 +34,13 @@ auto Answer(ttrpc::TypedResponder<Resp> responder) {
 
 }  // namespace
 
-TaskService::TaskService(ShimContext& ctx, ResolveOptions resolve, std::function<void()> on_shutdown)
+TaskService::TaskService(ShimContext& ctx, ResolveOptions resolve,
+                         std::function<void()> on_shutdown)
     : ctx_(ctx), resolve_(std::move(resolve)), on_shutdown_(std::move(on_shutdown)) {}
 
-TaskService::~TaskService() { *alive_ = false; }
+TaskService::~TaskService() {
+  *alive_ = false;
+}
 
 template <typename Req, typename Resp>
 void TaskService::Handle(ttrpc::Server& server, const char* method,

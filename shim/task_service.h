@@ -9,9 +9,9 @@
 #include <memory>
 #include <string>
 
+#include "google/protobuf/empty.pb.h"
 #include "shim/container.h"
 #include "shim/context.h"
-#include "google/protobuf/empty.pb.h"
 #include "ttrpc/server.h"
 
 namespace hull::shim {
@@ -20,9 +20,8 @@ class TaskService {
  public:
   // Turns CreateTaskRequest.options (may be empty) into the container's
   // options, given its bundle. A seam: the server passes hull's config loader.
-  using ResolveOptions =
-      std::function<Result<ShimConfig>(const google::protobuf::Any& options,
-                                             const std::string& bundle)>;
+  using ResolveOptions = std::function<Result<ShimConfig>(const google::protobuf::Any& options,
+                                                          const std::string& bundle)>;
 
   // `on_shutdown` runs when a Shutdown call finds no container left.
   TaskService(ShimContext& ctx, ResolveOptions resolve, std::function<void()> on_shutdown);

@@ -6,14 +6,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <algorithm>
 #include <string>
 
-#include "containerd/task/v2/shim.pb.h"
 #include "base/event_loop.h"
+#include "containerd/task/v2/shim.pb.h"
 #include "google/protobuf/empty.pb.h"
 #include "tests/integration/harness/harness.h"
 #include "ttrpc/client.h"
@@ -49,7 +49,8 @@ class HullCtrTest : public ::testing::TestWithParam<std::string> {
 
   // ctr run with hull and this test's runtime; `args` go before the image.
   CommandResult Run(const std::vector<std::string>& flags, const std::string& id,
-                    const std::vector<std::string>& command, std::chrono::milliseconds timeout = 60s) {
+                    const std::vector<std::string>& command,
+                    std::chrono::milliseconds timeout = 60s) {
     std::vector<std::string> args = {"run", "--runtime", kHull, "--runtime-config-path", config_};
     args.insert(args.end(), flags.begin(), flags.end());
     args.push_back(kBusybox);
@@ -123,7 +124,8 @@ class HullCtrTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(HullCtrTest, RunRmPrintsOutput) {
-  CommandResult r = Run({"--rm"}, "t1", {"sh", "-c", "echo hello from $(cat /proc/1/comm); exit 0"});
+  CommandResult r =
+      Run({"--rm"}, "t1", {"sh", "-c", "echo hello from $(cat /proc/1/comm); exit 0"});
   ASSERT_TRUE(r.ok()) << r.Describe();
   EXPECT_EQ(r.out, "hello from sh\n");
   EXPECT_TRUE(ProcessesMatching("containerd-shim-hull-v2").empty());
@@ -367,9 +369,10 @@ TEST_P(HullCtrTest, StdinReachesTheContainerAndCloseIOEndsIt) {
   // ctr copies its stdin into the container and calls CloseIO at EOF; cat
   // then sees EOF and exits. ctr can only call CloseIO once the task exists
   // (an EOF before that is lost, with any shim), hence the late input.
-  std::string cmd = "(sleep 1; printf 'line one\\nline two\\n') | ctr --address " + containerd_->address() +
-                    " -n default run --rm --fifo-dir " + containerd_->dir() + "/fifo --runtime " +
-                    kHull + " --runtime-config-path " + config_ + " " + kBusybox + " t2 cat";
+  std::string cmd = "(sleep 1; printf 'line one\\nline two\\n') | ctr --address " +
+                    containerd_->address() + " -n default run --rm --fifo-dir " +
+                    containerd_->dir() + "/fifo --runtime " + kHull + " --runtime-config-path " +
+                    config_ + " " + kBusybox + " t2 cat";
   CommandResult r = RunCommand({"sh", "-c", cmd}, 30s);
   ASSERT_TRUE(r.ok()) << r.Describe();
   EXPECT_EQ(r.out, "line one\nline two\n");
@@ -389,16 +392,19 @@ TEST_P(HullCtrTest, LogUriFileAndBinary) {
   // readiness on fd 5; its environment names the container.
   std::string logger = containerd_->dir() + "/logger.sh";
   std::string out = containerd_->dir() + "/binary.log";
-  std::ofstream(logger) << "#!/bin/sh\nexec 5>&-\n(echo \"id=$CONTAINER_ID ns=$CONTAINER_NAMESPACE\"; cat <&3; cat <&4) > "
+  std::ofstream(logger) << "#!/bin/sh\nexec 5>&-\n(echo \"id=$CONTAINER_ID "
+                           "ns=$CONTAINER_NAMESPACE\"; cat <&3; cat <&4) > "
                         << out << "\n";
   fs::permissions(logger, fs::perms::owner_all);
   r = Run({"--rm", "--log-uri", "binary://" + logger}, "t2", {"echo", "via-binary"});
   ASSERT_TRUE(r.ok()) << r.Describe();
-  EXPECT_TRUE(WaitUntil([&] {
-    std::ifstream f(out);
-    std::string t((std::istreambuf_iterator<char>(f)), {});
-    return t.find("via-binary") != std::string::npos;
-  }, 10s));
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        std::ifstream f(out);
+        std::string t((std::istreambuf_iterator<char>(f)), {});
+        return t.find("via-binary") != std::string::npos;
+      },
+      10s));
   std::ifstream f(out);
   std::string t((std::istreambuf_iterator<char>(f)), {});
   EXPECT_NE(t.find("id=t2 ns=default"), std::string::npos) << t;
@@ -438,8 +444,8 @@ TEST_P(HullCtrTest, EventsArriveInOrder) {
       order.push_back(topic);
     }
   }
-  std::vector<std::string> expected = {"/tasks/create", "/tasks/start", "/tasks/exec-added",
-                                       "/tasks/exec-started", "exit-e1", "exit-t1",
+  std::vector<std::string> expected = {"/tasks/create",       "/tasks/start", "/tasks/exec-added",
+                                       "/tasks/exec-started", "exit-e1",      "exit-t1",
                                        "/tasks/delete"};
   EXPECT_EQ(order, expected) << events->Output();
   Ctr({"container", "rm", "t1"});

@@ -3,8 +3,8 @@
 // is the peer: a recording Events server on TTRPC_ADDRESS. This checks what
 // ctr cannot show: the exact status code of every wrong call, and the exact
 // order of the events the shim forwards.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -265,9 +265,8 @@ TEST_F(ShimDirectTest, WrongCallsGetTheRightCodesAndEventsComeInOrder) {
   EXPECT_EQ(Call<tv2::DeleteResponse>("Delete", del).error().code(), Code::kNotFound);
 
   ASSERT_TRUE(WaitForTopic("/tasks/delete"));
-  std::vector<std::string> expected = {"/tasks/create",       "/tasks/start",
-                                       "/tasks/exec-added",   "/tasks/exec-started",
-                                       "/tasks/exit:e1",      "/tasks/exit:c1",
+  std::vector<std::string> expected = {"/tasks/create",       "/tasks/start",   "/tasks/exec-added",
+                                       "/tasks/exec-started", "/tasks/exit:e1", "/tasks/exit:c1",
                                        "/tasks/delete"};
   EXPECT_EQ(Topics(), expected);
   for (const auto& e : events_) {

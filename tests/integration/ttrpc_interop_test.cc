@@ -222,8 +222,8 @@ TEST_F(TtrpcInteropTest, UnknownMethodAndServiceAreUnimplemented) {
   Status method = CallContainerd(kEventsService, "Backward", ForwardRequest());
   EXPECT_EQ(method.code(), Code::kUnimplemented) << method.ToString();
 
-  Status service = CallContainerd("containerd.services.events.ttrpc.v1.Nope", "Forward",
-                                  ForwardRequest());
+  Status service =
+      CallContainerd("containerd.services.events.ttrpc.v1.Nope", "Forward", ForwardRequest());
   EXPECT_EQ(service.code(), Code::kUnimplemented) << service.ToString();
 }
 
@@ -258,8 +258,7 @@ TEST_F(TtrpcInteropTest, CtrShimStateReachesHullServer) {
   EXPECT_EQ(namespaces, std::vector<std::string>{""});
   EXPECT_NE(ctr.out.find("\"id\": \"interop-shim\""), std::string::npos) << ctr.out;
   EXPECT_NE(ctr.out.find("\"pid\": 4243"), std::string::npos) << ctr.out;
-  EXPECT_NE(ctr.out.find("\"bundle\": \"/run/hull-interop/bundle\""), std::string::npos)
-      << ctr.out;
+  EXPECT_NE(ctr.out.find("\"bundle\": \"/run/hull-interop/bundle\""), std::string::npos) << ctr.out;
 }
 
 TEST_F(TtrpcInteropTest, CtrShimDeleteOnServerWithoutDeleteIsUnimplemented) {

@@ -73,10 +73,10 @@ TEST_F(ProcessTest, ChildGetsOnlyTheDescriptorsItIsGiven) {
   // itself opens to list them.
   CommandResult r;
   std::optional<CommandResult> result;
-  auto cmd = Command::Start(*loop_, *reaper_,
-                            SpawnOptions{.argv = {"ls", "-1", "/proc/self/fd"},
-                                         .fds = {{5, pipe->read.get()}}},
-                            "", [&](CommandResult res) { result = res; });
+  auto cmd = Command::Start(
+      *loop_, *reaper_,
+      SpawnOptions{.argv = {"ls", "-1", "/proc/self/fd"}, .fds = {{5, pipe->read.get()}}}, "",
+      [&](CommandResult res) { result = res; });
   ASSERT_TRUE(cmd.has_value());
   ASSERT_TRUE(loop_->RunUntil([&] { return result.has_value(); }, milliseconds(5000)));
   EXPECT_EQ(result->out, "0\n1\n2\n3\n5\n");
@@ -85,7 +85,8 @@ TEST_F(ProcessTest, ChildGetsOnlyTheDescriptorsItIsGiven) {
 TEST_F(ProcessTest, ExitBeforeWatchIsKeptUntilClaimed) {
   auto pid = Spawn(SpawnOptions{.argv = {"/bin/true"}});
   ASSERT_TRUE(pid.has_value());
-  ASSERT_TRUE(loop_->RunUntil([&] { return reaper_->unclaimed_for_testing() == 1; }, milliseconds(5000)));
+  ASSERT_TRUE(
+      loop_->RunUntil([&] { return reaper_->unclaimed_for_testing() == 1; }, milliseconds(5000)));
   std::optional<int> status;
   reaper_->Watch(*pid, [&](int s) { status = s; });
   EXPECT_FALSE(status.has_value());  // delivered on a later turn, not inside Watch
