@@ -322,6 +322,15 @@ TEST_P(HullCtrTest, UnknownRuntimeBinaryIsAClearErrorAndLeaksNothing) {
   EXPECT_TRUE(MountsUnder(containerd_->state()).empty());
 }
 
+TEST_P(HullCtrTest, RuntimeFailureCarriesTheRuntimesOwnMessage) {
+  CommandResult r = Run({"--rm"}, "t1", {"/no/such/program"});
+  EXPECT_FALSE(r.ok());
+  // runc and crun both name the missing executable in their own words.
+  EXPECT_NE(r.err.find("/no/such/program"), std::string::npos) << r.Describe();
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 10s));
+  EXPECT_TRUE(MountsUnder(containerd_->state()).empty());
+}
+
 TEST_P(HullCtrTest, UnknownConfigKeyIsInvalidArgument) {
   std::ofstream(config_) << "runtime = \"" << GetParam() << "\"\nno_such_key = 1\n";
   CommandResult r = Run({"--rm"}, "t1", {"true"});
