@@ -169,16 +169,30 @@ void Container::WatchOom() {
   std::weak_ptr<bool> alive = alive_;
   auto watch = backend_->WatchOom(id_, init_->pid(), [this, alive] {
     if (alive.expired()) return;
-    ctx_.log.Info("container {} had an OOM kill", id_);
-    ev::TaskOOM event;
-    event.set_container_id(id_);
-    ctx_.publisher.Publish("/tasks/oom", "containerd.events.TaskOOM", event);
+    PublishNewOomKills(/*notified=*/true);
   });
   if (!watch) {
     ctx_.log.Warn("container {}: cannot watch for OOM kills: {}", id_, watch.error().ToString());
     return;
   }
   oom_watch_ = std::move(*watch);
+  oom_kills_published_ = backend_->OomKillCount(id_).value_or(0);
+}
+
+void Container::PublishNewOomKills(bool notified) {
+  // The watcher and the init's exit both come here; the counter keeps them
+  // from publishing one kill twice. Without a counter, trust a notification.
+  auto count = backend_->OomKillCount(id_);
+  if (count) {
+    if (*count <= oom_kills_published_) return;
+    oom_kills_published_ = *count;
+  } else if (!notified) {
+    return;
+  }
+  ctx_.log.Info("container {} had an OOM kill", id_);
+  ev::TaskOOM event;
+  event.set_container_id(id_);
+  ctx_.publisher.Publish("/tasks/oom", "containerd.events.TaskOOM", event);
 }
 
 void Container::OnExit(Process* process, int exit_status) {
@@ -189,6 +203,9 @@ void Container::OnExit(Process* process, int exit_status) {
   }
   process->RecordExit(exit_status);
   if (process->is_init()) {
+    // An OOM kill is counted before the victim dies; the notification may
+    // still be on its way. TaskOOM must precede TaskExit.
+    if (oom_watch_.active()) PublishNewOomKills(/*notified=*/false);
     bool execs_live =
         std::any_of(execs_.begin(), execs_.end(), [](const auto& e) { return e.second->live(); });
     if (execs_live) {

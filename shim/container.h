@@ -68,6 +68,7 @@ class Container {
   void WatchExit(Process* process);
   // Publishes /tasks/oom for every OOM kill in the container's cgroup.
   void WatchOom();
+  void PublishNewOomKills(bool notified);
   void OnExit(Process* process, int wait_status);
   void PublishExit(Process* process);
   void MaybePublishInitExit();
@@ -86,6 +87,7 @@ class Container {
   std::unique_ptr<Process> init_;
   std::map<std::string, std::unique_ptr<Process>> execs_;
   EventHandle oom_watch_;
+  uint64_t oom_kills_published_ = 0;
   std::optional<int> init_exit_pending_;  // the init exited; execs still running
   bool deleted_ = false;
   // Guards callbacks that may outlive the container (backend calls).

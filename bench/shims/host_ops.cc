@@ -128,7 +128,7 @@ Status ExtractRootfs(const std::string& image_tar, const std::string& rootfs) {
 }
 
 Result<std::string> MakeOciSpec(const std::string& scratch_dir,
-                                const std::vector<std::string>& args) {
+                                const std::vector<std::string>& args, const std::string& rootfs) {
   std::error_code ec;
   fs::create_directories(scratch_dir, ec);
   fs::remove(scratch_dir + "/config.json", ec);
@@ -139,7 +139,7 @@ Result<std::string> MakeOciSpec(const std::string& scratch_dir,
   if (spec.is_discarded()) return InternalError("runc spec wrote no valid JSON");
   spec["process"]["terminal"] = false;
   spec["process"]["args"] = args;
-  spec["root"]["path"] = "rootfs";
+  spec["root"]["path"] = rootfs;
   spec["annotations"] = nlohmann::json::object();
   return spec.dump(2);
 }

@@ -40,9 +40,10 @@ Status WaitForExit(pid_t pid, std::chrono::milliseconds timeout);
 Status ExtractRootfs(const std::string& image_tar, const std::string& rootfs);
 
 // `runc spec`'s default config, with the process changed to `args` without a
-// terminal, and rootfs "rootfs": what the runtime-alone phase runs, and a
+// terminal, and root.path `rootfs`: what the runtime-alone phase runs, and a
 // valid config.json for `start` (which reads its annotations).
 Result<std::string> MakeOciSpec(const std::string& scratch_dir,
-                                const std::vector<std::string>& args);
+                                const std::vector<std::string>& args,
+                                const std::string& rootfs = "rootfs");
 
 }  // namespace hull::bench

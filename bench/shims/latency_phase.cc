@@ -115,6 +115,8 @@ Status MeasureExecAndState(BenchEnv& env, const PhaseOptions& options, Report& r
                               clients[k]->StateCallsPerSecond(ids[k], options.state_calls, 1));
         HULL_ASSIGN_OR_RETURN(double many,
                               clients[k]->StateCallsPerSecond(ids[k], options.state_calls, 16));
+        std::fprintf(stderr, "  %-9s %8.0f calls/s one at a time, %8.0f with 16 in flight\n",
+                     v->name.c_str(), one, many);
         sequential[k].push_back(one);
         pipelined[k].push_back(many);
       }

@@ -16,8 +16,8 @@ struct PhaseOptions {
   int exec_count = 50;     // ctr task exec per variant
   int start_count = 30;    // shim start-to-Connect per shim binary
   int alone_count = 30;    // runc/crun lifecycles without any shim
-  int state_calls = 5000;  // State calls per throughput sample
-  int state_rounds = 5;
+  int state_calls = 4000;  // State calls per throughput sample
+  int state_rounds = 15;
   int pods = 50;          // "many pods" memory figure
   int grouped_pods = 10;  // pods of `grouped_size` containers
   int grouped_size = 5;

@@ -112,6 +112,11 @@ class Backend {
   virtual Result<EventHandle> WatchOom(const std::string& id, pid_t init_pid,
                                        std::function<void()> on_oom) = 0;
 
+  // How many OOM kills the container's cgroup has recorded so far. Read when
+  // the init exits, so that TaskOOM is published before TaskExit; works after
+  // the init is gone once WatchOom has run. Unimplemented where unknown.
+  virtual Result<uint64_t> OomKillCount(const std::string& id) = 0;
+
   // Short name for logs ("runc", "crun").
   virtual std::string name() const = 0;
 };

@@ -14,4 +14,9 @@ Result<EventHandle> WatchContainerOom(EventLoop& loop, pid_t init_pid,
   return cgroups::WatchOom(loop, init_pid, std::move(on_oom));
 }
 
+Result<OomCounter> ContainerOomCounter(pid_t init_pid) {
+  HULL_ASSIGN_OR_RETURN(cgroups::Manager cgroup, cgroups::Manager::ForPid(init_pid));
+  return OomCounter([cgroup = std::move(cgroup)] { return cgroup.OomKillCount(); });
+}
+
 }  // namespace hull::shim::oci_cli

@@ -24,4 +24,9 @@ Result<google::protobuf::Any> ContainerMetrics(pid_t init_pid);
 Result<EventHandle> WatchContainerOom(EventLoop& loop, pid_t init_pid,
                                       std::function<void()> on_oom);
 
+// Reads the OOM-kill counter of the cgroup `init_pid` is in now; it keeps
+// reading that cgroup after the process is gone.
+using OomCounter = std::function<Result<uint64_t>()>;
+Result<OomCounter> ContainerOomCounter(pid_t init_pid);
+
 }  // namespace hull::shim::oci_cli

@@ -262,7 +262,13 @@ Result<EventHandle> OciCliBackend::WatchOom(const std::string& id, pid_t init_pi
                                             std::function<void()> on_oom) {
   auto handle = WatchContainerOom(loop_, init_pid, std::move(on_oom));
   if (!handle) return handle.error().WithContext("watch OOM of " + id);
+  if (auto counter = ContainerOomCounter(init_pid)) oom_counter_ = std::move(*counter);
   return handle;
+}
+
+Result<uint64_t> OciCliBackend::OomKillCount(const std::string& id) {
+  if (!oom_counter_) return UnimplementedError("no OOM counter for " + id);
+  return oom_counter_();
 }
 
 }  // namespace hull::shim::oci_cli

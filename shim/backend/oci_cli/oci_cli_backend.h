@@ -44,9 +44,13 @@ class OciCliBackend final : public Backend {
              std::function<void(Result<google::protobuf::Any>)> done) override;
   Result<EventHandle> WatchOom(const std::string& id, pid_t init_pid,
                                std::function<void()> on_oom) override;
+  Result<uint64_t> OomKillCount(const std::string& id) override;
   std::string name() const override { return std::string(argv_.flavour().name); }
 
  private:
+  // The container's cgroup OOM-kill counter, found by WatchOom.
+  std::function<Result<uint64_t>()> oom_counter_;
+
   // One runtime invocation.
   struct Call {
     std::string what;  // "create", "kill", ... for messages
