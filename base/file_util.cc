@@ -8,19 +8,23 @@
 
 namespace hull {
 
-Result<std::string> ReadFile(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return ErrnoError("open", path);
+Result<std::string> ReadAll(int fd, std::string_view name) {
   std::string out;
   char buf[8192];
   for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("read", path);
+    if (n < 0) return ErrnoError("read", name);
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
   }
   return out;
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return ErrnoError("open", path);
+  return ReadAll(fd.get(), path);
 }
 
 Status WriteFileAtomic(const std::string& path, std::string_view data, int mode) {

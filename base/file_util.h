@@ -9,6 +9,9 @@
 
 namespace hull {
 
+// Everything left to read on `fd`; `name` names it in errors.
+Result<std::string> ReadAll(int fd, std::string_view name);
+
 // The whole file. NotFound if it does not exist.
 Result<std::string> ReadFile(const std::string& path);
 

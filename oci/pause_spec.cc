@@ -8,6 +8,7 @@
 #include <map>
 
 #include "base/file_util.h"
+#include "base/path.h"
 #include "cri/runtime/v1/api.pb.h"
 #include "oci/annotations.h"
 #include "oci/user.h"
@@ -69,56 +70,6 @@ struct Draft {
   std::string mount_label;
 };
 
-// --- paths (Go's path.Clean / path.Base / path.Join) ---
-
-std::string CleanPath(std::string_view path) {
-  if (path.empty()) return ".";
-  const bool rooted = path.front() == '/';
-  std::vector<std::string_view> parts;
-  size_t pos = 0;
-  while (pos <= path.size()) {
-    size_t end = path.find('/', pos);
-    if (end == std::string_view::npos) end = path.size();
-    std::string_view part = path.substr(pos, end - pos);
-    if (part.empty() || part == ".") {
-      // skip
-    } else if (part == "..") {
-      if (!parts.empty() && parts.back() != "..") {
-        parts.pop_back();
-      } else if (!rooted) {
-        parts.push_back(part);
-      }
-    } else {
-      parts.push_back(part);
-    }
-    pos = end + 1;
-  }
-  std::string out = rooted ? "/" : "";
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) out += '/';
-    out += parts[i];
-  }
-  return out.empty() ? "." : out;
-}
-
-std::string BasePath(std::string_view path) {
-  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
-  if (path.empty()) return ".";
-  if (path == "/") return "/";
-  size_t slash = path.rfind('/');
-  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
-}
-
-std::string JoinPaths(std::initializer_list<std::string_view> parts) {
-  std::string joined;
-  for (std::string_view part : parts) {
-    if (part.empty()) continue;
-    if (!joined.empty()) joined += '/';
-    joined += part;
-  }
-  return joined.empty() ? std::string() : CleanPath(joined);
-}
-
 // --- the default unix spec (oci.GenerateSpec -> populateDefaultUnixSpec) ---
 
 Draft DefaultUnixSpec(CriFlavor flavor, std::string_view containerd_namespace, std::string_view id,
@@ -136,7 +87,7 @@ Draft DefaultUnixSpec(CriFlavor flavor, std::string_view containerd_namespace, s
   if (!v16) d.masked_paths.push_back("/sys/devices/virtual/powercap");
   d.masked_paths.push_back("/proc/scsi");
   d.readonly_paths = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"};
-  d.cgroups_path = JoinPaths({"/", containerd_namespace, id});
+  d.cgroups_path = JoinPath({"/", containerd_namespace, id});
   d.namespaces = {{"pid", ""}, {"ipc", ""}, {"uts", ""}, {"mount", ""}, {"network", ""}};
   d.mounts = {
       {"/proc", "proc", "proc", {"nosuid", "noexec", "nodev"}},
@@ -557,7 +508,7 @@ std::string CgroupsPathFor(std::string_view cgroup_parent, std::string_view id,
   const bool systemd = form == CgroupPathForm::kSystemd ||
                        (form == CgroupPathForm::kAuto && base.ends_with(".slice"));
   if (systemd) return base + ":cri-containerd:" + std::string(id);
-  return JoinPaths({cgroup_parent, id});
+  return JoinPath({cgroup_parent, id});
 }
 
 SpecJson DefaultUnixSpecJson(CriFlavor flavor, std::string_view containerd_namespace,

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/file_util.h"
 #include "base/unique_fd.h"
 
 namespace hull::oci {
@@ -41,16 +42,7 @@ Result<std::string> ReadEtcFile(const std::string& rootfs, const char* name) {
   const std::string path = rootfs + "/etc/" + name;
   UniqueFd fd(::openat(etc.get(), name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return ErrnoError("open", path);
-  std::string out;
-  char buf[8192];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("read", path);
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
+  return ReadAll(fd.get(), path);
 }
 
 std::vector<std::string_view> Split(std::string_view text, char separator) {

@@ -9,14 +9,10 @@
 #include <string>
 #include <string_view>
 
+#include "base/path.h"
 #include "base/status.h"
 
 namespace hull::shim {
-
-// Go's path/filepath.Clean and Join (Unix): Join drops empty elements, joins
-// the rest with '/', and cleans the result ("", if all are empty).
-std::string CleanPath(std::string_view path);
-std::string JoinPath(std::initializer_list<std::string_view> elements);
 
 // The id a container's shim is grouped by: the first of the annotations
 // io.containerd.runc.v2.group and io.kubernetes.cri.sandbox-id, else `id`.
