@@ -1,39 +1,52 @@
 #!/usr/bin/perl
-# ctr_run_phases.pl: where the time of `ctr run --rm ... /bin/true` goes,
-# per shim, from the kernel's exec and exit events. Record them around a
-# bench run, e.g.
+# ctr_run_phases.pl: where the time of `ctr run --rm ... /bin/true` and of
+# `ctr task exec ... /bin/true` goes, per shim, from the kernel's fork, exec
+# and exit events. Record them around a bench run, e.g.
 #
-#   perf record -e sched:sched_process_exec -e sched:sched_process_exit -a \
-#     -o /tmp/sched.data -- build/release/bench/shims/bench_shims --phases run
+#   perf record -e sched:sched_process_fork -e sched:sched_process_exec \
+#     -e sched:sched_process_exit -a -o /tmp/sched.data -- \
+#     build/release/bench/shims/bench_shims --phases run,exec
 #   perf script -i /tmp/sched.data | bench/shims/ctr_run_phases.pl
 #
-# A run starts at the exec of ctr and ends at its exit. Within it, the shim
-# is exec'd three times (start, the server, the `delete` action containerd
-# runs after the server exits) and the OCI runtime four times (create, start,
-# delete, and delete --force from the delete action). Runs missing any of
-# these (ctr run -d, ctr task exec, ...) are skipped. Prints the median of
-# each segment per variant (hull/runc, Go/runc, hull/crun), in ms.
+# A run starts at the exec of ctr and ends at its exit. In a `ctr run --rm`
+# the shim is exec'd three times (start, the server, and the `delete` action
+# containerd runs after the server exits) and the OCI runtime four times
+# (create, start, delete, and delete --force from the delete action). In a
+# `ctr task exec` the runtime is exec'd once (exec --detach) by a shim
+# server, which the fork events name. Other runs (ctr run -d, ctr task
+# delete, ...) are skipped. Prints the median of each segment per variant
+# (hull/runc, Go/runc, hull/crun), in ms.
 use strict;
 use warnings;
 
-my @runs;
-my $cur;
+my (@runs, $cur, %shim_kind, %parent);
 while (my $line = <STDIN>) {
   my ($ts, $ev, $rest) = $line =~ /\s([\d.]+):\s+sched:(sched_process_\w+):\s+(.*)$/ or next;
+  if ($ev eq 'sched_process_fork') {
+    # The event runs in the forking thread: with `-F ...,pid,tid,...` the
+    # sample's "pid/tid" names its process (Go shims fork from any thread).
+    my ($ppid) = $line =~ /^\s*\S.*?\s(\d+)\/\d+\s/;
+    ($ppid) = $rest =~ /\bpid=(\d+)/ unless defined $ppid;
+    my ($child) = $rest =~ /\bchild_pid=(\d+)/ or next;
+    $parent{$child} = $ppid;
+    next;
+  }
   my ($pid) = $rest =~ /\bpid=(\d+)/;
   if ($ev eq 'sched_process_exec') {
     my ($file) = $rest =~ /filename=(\S+)/;
+    if ($file =~ m{/containerd-shim-(\w+)-v2$}) {
+      $shim_kind{$pid} = $1 eq 'hull' ? 'hull' : 'Go';
+    }
     if ($file =~ m{/ctr$}) {
       $cur = {t0 => $ts, ctr => $pid, shim => [], rt => []};
       push @runs, $cur;
     } elsif (!$cur) {
       next;
     } elsif ($file =~ m{/containerd-shim-(\w+)-v2$}) {
-      $cur->{shim_kind} = $1;
       push @{$cur->{shim}}, {pid => $pid, exec => $ts};
     } elsif ($file =~ m{/(runc|crun)$}) {
       $cur->{runtime} = $1;
-      push @{$cur->{rt}}, {pid => $pid, exec => $ts};
+      push @{$cur->{rt}}, {pid => $pid, exec => $ts, parent => $parent{$pid}};
     } elsif ($file eq '/bin/true') {
       $cur->{true} = {pid => $pid, exec => $ts};
     }
@@ -48,7 +61,7 @@ while (my $line = <STDIN>) {
   }
 }
 
-my @segments = (
+my @run_segments = (
   ['ctr + containerd: container, snapshot, bundle, until shim start', 'ctr', 's0'],
   ['shim start: exec until the server is exec\'d', 's0', 's1'],
   ['server up, Create (rootfs mount, stdio) until runtime create', 's1', 'rc'],
@@ -65,20 +78,37 @@ my @segments = (
   ['containerd removes bundle, ctr removes container, exits', 's2_exit', 'end'],
   ['total', 'ctr', 'end'],
 );
+my @exec_segments = (
+  ['ctr start-up, Exec and Start calls until runtime exec', 'ctr', 're'],
+  ['runtime exec --detach', 're', 're_exit'],
+  ['  of which until /bin/true is exec\'d', 're', 'true'],
+  ['after the runtime exits: exit event, ctr wait, Delete, ctr exits', 're_exit', 'end'],
+  ['total', 'ctr', 'end'],
+);
 
-my %samples;  # variant -> list of {point => time}
+my (%run_samples, %exec_samples);
 for my $r (@runs) {
-  my ($s0, $s1, $s2) = @{$r->{shim}};
-  my ($rc, $rs, $rd, $rf) = @{$r->{rt}};
-  next unless $s2 && $rf && $r->{true} && defined $r->{t1} && @{$r->{shim}} == 3 && @{$r->{rt}} == 4;
-  next unless defined $s1->{exit} && defined $s2->{exit} && defined $rc->{exit} &&
-    defined $rs->{exit} && defined $rd->{exit} && defined $rf->{exit} && defined $r->{true}{exit};
-  my %t = (ctr => $r->{t0}, s0 => $s0->{exec}, s1 => $s1->{exec}, s1_exit => $s1->{exit},
-           s2 => $s2->{exec}, s2_exit => $s2->{exit}, rc => $rc->{exec}, rc_exit => $rc->{exit},
-           rs => $rs->{exec}, rs_exit => $rs->{exit}, rd => $rd->{exec}, rd_exit => $rd->{exit},
-           rf => $rf->{exec}, rf_exit => $rf->{exit}, true_exit => $r->{true}{exit}, end => $r->{t1});
-  my $variant = ($r->{shim_kind} eq 'hull' ? 'hull' : 'Go') . '/' . $r->{runtime};
-  push @{$samples{$variant}}, \%t;
+  next unless $r->{true} && defined $r->{t1} && defined $r->{true}{exit};
+  my @shim = @{$r->{shim}};
+  my @rt = @{$r->{rt}};
+  next if grep { !defined $_->{exit} } @shim, @rt;
+  if (@shim == 3 && @rt == 4) {
+    my ($s0, $s1, $s2) = @shim;
+    my ($rc, $rs, $rd, $rf) = @rt;
+    my $variant = $shim_kind{$s0->{pid}} . '/' . $r->{runtime};
+    push @{$run_samples{$variant}}, {
+      ctr => $r->{t0}, s0 => $s0->{exec}, s1 => $s1->{exec}, s1_exit => $s1->{exit},
+      s2 => $s2->{exec}, s2_exit => $s2->{exit}, rc => $rc->{exec}, rc_exit => $rc->{exit},
+      rs => $rs->{exec}, rs_exit => $rs->{exit}, rd => $rd->{exec}, rd_exit => $rd->{exit},
+      rf => $rf->{exec}, rf_exit => $rf->{exit}, true_exit => $r->{true}{exit}, end => $r->{t1}};
+  } elsif (@shim == 0 && @rt == 1) {
+    my $re = $rt[0];
+    my $kind = defined $re->{parent} ? $shim_kind{$re->{parent}} : undef;
+    next unless $kind;
+    push @{$exec_samples{"$kind/$r->{runtime}"}}, {
+      ctr => $r->{t0}, re => $re->{exec}, re_exit => $re->{exit}, true => $r->{true}{exec},
+      end => $r->{t1}};
+  }
 }
 
 sub median {
@@ -88,13 +118,23 @@ sub median {
   return sprintf('%.1f', $m);
 }
 
-my @variants = grep { $samples{$_} } ('hull/runc', 'Go/runc', 'hull/crun');
-print '| segment (median ms) | ', join(' | ', @variants), " |\n";
-print '|---|', join('|', map {'---:'} @variants), "|\n";
-for my $s (@segments) {
-  my ($label, $from, $to) = @$s;
-  print "| $label | ",
-    join(' | ', map { my $v = $_; median(map { ($_->{$to} - $_->{$from}) * 1000 } @{$samples{$v}}) } @variants),
-    " |\n";
+sub table {
+  my ($title, $samples, $segments) = @_;
+  my @variants = grep { $samples->{$_} } ('hull/runc', 'Go/runc', 'hull/crun');
+  return unless @variants;
+  print "$title\n\n";
+  print '| segment (median ms) | ', join(' | ', @variants), " |\n";
+  print '|---|', join('|', map {'---:'} @variants), "|\n";
+  for my $s (@$segments) {
+    my ($label, $from, $to) = @$s;
+    my @cells = map {
+      my $v = $_;
+      median(map { ($_->{$to} - $_->{$from}) * 1000 } @{$samples->{$v}});
+    } @variants;
+    print "| $label | ", join(' | ', @cells), " |\n";
+  }
+  print '| runs | ', join(' | ', map { scalar @{$samples->{$_}} } @variants), " |\n\n";
 }
-print '| runs | ', join(' | ', map { scalar @{$samples{$_}} } @variants), " |\n";
+
+table('`ctr run --rm busybox /bin/true`', \%run_samples, \@run_segments);
+table('`ctr task exec /bin/true`', \%exec_samples, \@exec_segments);

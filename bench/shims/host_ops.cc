@@ -1,6 +1,8 @@
 #include "bench/shims/host_ops.h"
 
 #include <poll.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -142,6 +144,36 @@ Result<std::string> MakeOciSpec(const std::string& scratch_dir,
   spec["root"]["path"] = rootfs;
   spec["annotations"] = nlohmann::json::object();
   return spec.dump(2);
+}
+
+Result<CpuPin> CpuPin::Start(const std::vector<pid_t>& pids, int cpu) {
+  std::vector<pid_t> tids = {0};
+  for (pid_t pid : pids) {
+    std::error_code ec;
+    for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+      tids.push_back(static_cast<pid_t>(std::stol(task.path().filename().string())));
+    }
+    if (ec) return InternalError("list threads of " + std::to_string(pid) + ": " + ec.message());
+  }
+  CpuPin pin;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  for (pid_t tid : tids) {
+    cpu_set_t old;
+    if (::sched_getaffinity(tid, sizeof old, &old) != 0) {
+      return ErrnoError("sched_getaffinity", std::to_string(tid));
+    }
+    if (::sched_setaffinity(tid, sizeof one, &one) != 0) {
+      return ErrnoError("sched_setaffinity", std::to_string(tid));
+    }
+    pin.saved_.emplace_back(tid, old);
+  }
+  return pin;
+}
+
+CpuPin::~CpuPin() {
+  for (const auto& [tid, mask] : saved_) ::sched_setaffinity(tid, sizeof mask, &mask);
 }
 
 }  // namespace hull::bench

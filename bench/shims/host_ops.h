@@ -4,6 +4,7 @@
 // prepare an OCI bundle from the busybox image. Blocking; main thread only.
 #pragma once
 
+#include <sched.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -45,5 +46,24 @@ Status ExtractRootfs(const std::string& image_tar, const std::string& rootfs);
 Result<std::string> MakeOciSpec(const std::string& scratch_dir,
                                 const std::vector<std::string>& args,
                                 const std::string& rootfs = "rootfs");
+
+// Pins the calling thread and every thread of `pids` to one CPU for as long
+// as the object lives, and restores their masks after. With client and
+// server on one CPU a round trip is two context switches; on different CPUs
+// it also pays a cross-CPU wake-up, which on a VM with an idle (halted) vCPU
+// goes through the hypervisor and costs tens of microseconds. A one-thread
+// server that sleeps in epoll_wait pays that on every call; Go's runtime
+// spins before it parks, so it mostly does not.
+class CpuPin {
+ public:
+  static Result<CpuPin> Start(const std::vector<pid_t>& pids, int cpu);
+  CpuPin(CpuPin&& other) noexcept : saved_(std::move(other.saved_)) {}
+  CpuPin& operator=(CpuPin&&) = delete;
+  ~CpuPin();
+
+ private:
+  CpuPin() = default;
+  std::vector<std::pair<pid_t, cpu_set_t>> saved_;  // tid 0: the caller
+};
 
 }  // namespace hull::bench

@@ -1,7 +1,9 @@
 // ctr-level latency (run --rm, exec) and the task API's throughput, with the
 // variants interleaved call by call.
 #include <cstdio>
+#include <optional>
 
+#include "bench/shims/host_ops.h"
 #include "bench/shims/measure.h"
 #include "bench/shims/phases.h"
 #include "bench/shims/shim_client.h"
@@ -106,28 +108,43 @@ Status MeasureExecAndState(BenchEnv& env, const PhaseOptions& options, Report& r
       }
       HULL_RETURN_IF_ERROR(clients[k]->StateCallsPerSecond(ids[k], 500, 1));  // warm-up
     }
-    Samples sequential, pipelined;
-    for (int round = 0; round < options.state_rounds; ++round) {
-      std::fprintf(stderr, "State calls: round %d/%d\n", round + 1, options.state_rounds);
-      for (const Variant* v : RoundOrder(env.variants(), round)) {
-        int k = static_cast<int>(v->kind);
-        HULL_ASSIGN_OR_RETURN(double one,
-                              clients[k]->StateCallsPerSecond(ids[k], options.state_calls, 1));
-        HULL_ASSIGN_OR_RETURN(double many,
-                              clients[k]->StateCallsPerSecond(ids[k], options.state_calls, 16));
-        std::fprintf(stderr, "  %-9s %8.0f calls/s one at a time, %8.0f with 16 in flight\n",
-                     v->name.c_str(), one, many);
-        sequential[k].push_back(one);
-        pipelined[k].push_back(many);
+    // Rounds of sequential and pipelined State calls, variants alternating;
+    // once as the scheduler places client and shim, once with both pinned to
+    // CPU 0 (see CpuPin: that takes the cross-CPU wake-up out of each round
+    // trip and leaves the cost of the call itself).
+    auto rounds = [&](const std::string& when, bool pinned) -> Status {
+      Samples sequential, pipelined;
+      for (int round = 0; round < options.state_rounds; ++round) {
+        std::fprintf(stderr, "State calls, %s: round %d/%d\n", when.c_str(), round + 1,
+                     options.state_rounds);
+        for (const Variant* v : RoundOrder(env.variants(), round)) {
+          int k = static_cast<int>(v->kind);
+          std::optional<CpuPin> pin;
+          if (pinned) {
+            HULL_ASSIGN_OR_RETURN(CpuPin p, CpuPin::Start({shim_pids[k]}, 0));
+            pin.emplace(std::move(p));
+          }
+          HULL_ASSIGN_OR_RETURN(double one,
+                                clients[k]->StateCallsPerSecond(ids[k], options.state_calls, 1));
+          HULL_ASSIGN_OR_RETURN(double many,
+                                clients[k]->StateCallsPerSecond(ids[k], options.state_calls, 16));
+          std::fprintf(stderr, "  %-9s %8.0f calls/s one at a time, %8.0f with 16 in flight\n",
+                       v->name.c_str(), one, many);
+          sequential[k].push_back(one);
+          pipelined[k].push_back(many);
+        }
       }
-    }
-    const std::string throughput = "Task API throughput (State calls/s from hull's ttrpc client, " +
-                                   std::to_string(options.state_calls) + " calls x " +
-                                   std::to_string(options.state_rounds) + " rounds, median)";
-    report.Add({throughput, "State calls/s, one at a time", QuantileOf(sequential, 0.5), 0,
-                Target::RatioAtLeast(2)});
-    report.Add(
-        {throughput, "State calls/s, 16 in flight", QuantileOf(pipelined, 0.5), 0, Target::None()});
+      const std::string section = "Task API throughput (State calls/s from hull's ttrpc client, " +
+                                  std::to_string(options.state_calls) + " calls x " +
+                                  std::to_string(options.state_rounds) + " rounds, median)";
+      report.Add({section, "State calls/s, one at a time, " + when, QuantileOf(sequential, 0.5), 0,
+                  Target::RatioAtLeast(2)});
+      report.Add({section, "State calls/s, 16 in flight, " + when, QuantileOf(pipelined, 0.5), 0,
+                  Target::None()});
+      return Status::Ok();
+    };
+    HULL_RETURN_IF_ERROR(rounds("unpinned", false));
+    HULL_RETURN_IF_ERROR(rounds("client and shim on one CPU", true));
 
     // What serving exec and ~10^5 calls left behind in each shim.
     std::array<double, kKinds> rss, dirty, threads;
