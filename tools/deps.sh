@@ -8,7 +8,7 @@ HULL_PACKAGES=(
   libseccomp-dev libcap-dev libspdlog-dev libfmt-dev googletest libgtest-dev libgmock-dev
   libtomlplusplus-dev
   containerd runc crun criu containernetworking-plugins busybox-static
-  iproute2 procps psmisc util-linux
+  iproute2 procps psmisc util-linux python3-grpcio python3-protobuf
   qemu-system-x86
 )
 

@@ -42,6 +42,10 @@ class PipeIo final : public ProcessIo {
     if (Drained()) waiters_.Notify();
   }
   void OnStdinDone();
+  // Closes each sink whose pumps are done, so that a client reading a FIFO
+  // sees EOF once the process's output is copied (CRI's ExecSync waits for
+  // it), not only when the process is deleted.
+  void CloseFinishedSinks();
 
   // Member order is destruction order reversed: pumps go before the
   // descriptors they borrow, sinks before the logger that reads them.
@@ -104,6 +108,7 @@ void PipeIo::RuntimeStarted() {
     out_pump_ = Pump::Start(loop_, "stdout", out_read_.get(), outputs_.out_fd(), [this](Status) {
       out_pump_.reset();
       out_read_.reset();
+      CloseFinishedSinks();
       CheckDrained();
     });
   }
@@ -111,9 +116,16 @@ void PipeIo::RuntimeStarted() {
     err_pump_ = Pump::Start(loop_, "stderr", err_read_.get(), outputs_.err_fd(), [this](Status) {
       err_pump_.reset();
       err_read_.reset();
+      CloseFinishedSinks();
       CheckDrained();
     });
   }
+}
+
+void PipeIo::CloseFinishedSinks() {
+  if (outputs_.direct) return;  // the process wrote into them itself
+  if (!out_pump_ && (!outputs_.err_is_out || !err_pump_)) outputs_.out.reset();
+  if (!err_pump_) outputs_.err.reset();
 }
 
 void PipeIo::OnStdinDone() {

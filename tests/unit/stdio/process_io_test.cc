@@ -186,6 +186,48 @@ TEST_F(ProcessIoTest, SameFifoForStdoutAndStderr) {
   EXPECT_NE(got.find("two\n"), std::string::npos);
 }
 
+// The client reading an output FIFO sees EOF once the process's output is
+// copied, while the ProcessIo (the exec) still exists: CRI's ExecSync waits
+// for that EOF before it answers.
+TEST_F(ProcessIoTest, OutputFifosReachEofBeforeTheIoIsDropped) {
+  for (bool shared : {false, true}) {
+    SCOPED_TRACE(shared ? "one FIFO for both" : "two FIFOs");
+    std::string out = Fifo(shared ? "shared-out" : "out");
+    std::string err = shared ? out : Fifo("err");
+    UniqueFd out_reader = OpenReader(out);
+    UniqueFd err_reader = shared ? UniqueFd() : OpenReader(err);
+    auto io = CreateIo({.stdout_path = out, .stderr_path = err});
+    ASSERT_TRUE(io.has_value()) << io.error().ToString();
+    pid_t pid = Run((*io)->runtime_stdio(), "echo hi; echo oops >&2");
+    (*io)->RuntimeStarted();
+    ASSERT_TRUE(RunUntil([&] { return Exited(pid); }));
+    // Reads everything, then 0 (EOF): no writer is left on the FIFO.
+    auto reaches_eof = [&](int fd, std::string& got) {
+      return RunUntil([&] {
+        char buf[256];
+        for (;;) {
+          ssize_t n = ::read(fd, buf, sizeof buf);
+          if (n > 0) {
+            got.append(buf, static_cast<size_t>(n));
+            continue;
+          }
+          return n == 0;
+        }
+      });
+    };
+    std::string got_out, got_err;
+    EXPECT_TRUE(reaches_eof(out_reader.get(), got_out)) << got_out;
+    if (shared) {
+      EXPECT_EQ(got_out.size(), 8u) << got_out;
+    } else {
+      EXPECT_EQ(got_out, "hi\n");
+      EXPECT_TRUE(reaches_eof(err_reader.get(), got_err)) << got_err;
+      EXPECT_EQ(got_err, "oops\n");
+    }
+    ASSERT_TRUE(DrainNow(**io));
+  }
+}
+
 TEST_F(ProcessIoTest, AFifoNobodyReadsNeverBlocksTheLoop) {
   std::string out = Fifo("out");
   auto io = CreateIo({.stdout_path = out});

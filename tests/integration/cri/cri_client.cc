@@ -1,0 +1,92 @@
+#include "tests/integration/cri/cri_client.h"
+
+#include <string>
+#include <vector>
+
+#include "tests/integration/harness/command.h"
+
+#ifndef HULL_CRI_PYTHONPATH
+#error "HULL_CRI_PYTHONPATH must be defined by the build"
+#endif
+
+namespace hull::itest {
+
+namespace {
+
+// Debian's interpreter, whatever python3 comes first on PATH: grpcio and
+// protobuf are Debian packages installed for it.
+constexpr const char* kPython = "/usr/bin/python3";
+
+std::vector<std::string> ClientArgv() {
+  return {kPython, std::string(HULL_SOURCE_DIR) + "/tests/integration/cri/cri_client.py"};
+}
+
+std::vector<std::string> ClientEnv() {
+  return {std::string("PYTHONPATH=") + HULL_CRI_PYTHONPATH};
+}
+
+}  // namespace
+
+CriReply CriClient::Call(std::string_view method, const nlohmann::json& request,
+                         std::chrono::milliseconds timeout) const {
+  std::vector<std::string> argv = ClientArgv();
+  const auto seconds = std::chrono::duration<double>(timeout).count();
+  argv.insert(argv.end(), {"--endpoint", "unix://" + socket_, "--timeout", std::to_string(seconds),
+                           std::string(method), "-"});
+  // The child gets a little longer than its own call deadline.
+  CommandResult r =
+      RunCommand(argv, timeout + std::chrono::seconds(15), request.dump(), ClientEnv());
+  CriReply reply;
+  if (!r.ok()) {
+    reply.error = r.err.empty() ? r.Describe() : r.err;
+    while (!reply.error.empty() && reply.error.back() == '\n') reply.error.pop_back();
+    return reply;
+  }
+  reply.body = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  if (reply.body.is_discarded()) {
+    reply.error = "cri_client.py printed no JSON: " + r.out;
+    return reply;
+  }
+  reply.ok = true;
+  return reply;
+}
+
+std::string EncodeCriMessage(std::string_view message, const nlohmann::json& value,
+                             std::string* error) {
+  std::vector<std::string> argv = ClientArgv();
+  argv.insert(argv.end(), {"--encode", std::string(message), "-"});
+  CommandResult r = RunCommand(argv, std::chrono::seconds(60), value.dump(), ClientEnv());
+  if (!r.ok()) {
+    *error = r.Describe();
+    return {};
+  }
+  return DecodeBase64(r.out);
+}
+
+std::string DecodeBase64(std::string_view text) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  uint32_t bits = 0;
+  int count = 0;
+  for (char c : text) {
+    if (c == '=' || c == '\n' || c == '\r') continue;
+    int v = value(c);
+    if (v < 0) break;
+    bits = (bits << 6) | static_cast<uint32_t>(v);
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out.push_back(static_cast<char>((bits >> count) & 0xff));
+    }
+  }
+  return out;
+}
+
+}  // namespace hull::itest

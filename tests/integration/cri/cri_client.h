@@ -1,0 +1,43 @@
+// CriClient: CRI calls from integration tests, through the project's Python
+// client (tests/integration/cri/cri_client.py, on Debian's python3-grpcio)
+// against a containerd CRI endpoint. Requests and responses are JSON in
+// protobuf's mapping with the .proto field names; bytes fields (ExecSync
+// output) arrive base64-encoded, see DecodeBase64. Any thread; each call runs
+// one short-lived python3 process.
+#pragma once
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace hull::itest {
+
+struct CriReply {
+  bool ok = false;
+  nlohmann::json body;  // the response, when ok
+  std::string error;    // "NOT_FOUND: ...", or what went wrong running the client
+};
+
+class CriClient {
+ public:
+  // `socket` is containerd's gRPC socket path.
+  explicit CriClient(std::string socket) : socket_(std::move(socket)) {}
+
+  CriReply Call(std::string_view method, const nlohmann::json& request = nlohmann::json::object(),
+                std::chrono::milliseconds timeout = std::chrono::minutes(2)) const;
+
+ private:
+  std::string socket_;
+};
+
+// `message` (a runtime.v1 message name, e.g. "PodSandboxConfig") given as
+// JSON, serialized to protobuf binary by the same Python code. Empty on error,
+// with the reason in *error.
+std::string EncodeCriMessage(std::string_view message, const nlohmann::json& value,
+                             std::string* error);
+
+// Standard base64 with padding; invalid input yields what decoded before it.
+std::string DecodeBase64(std::string_view text);
+
+}  // namespace hull::itest

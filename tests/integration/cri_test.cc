@@ -1,0 +1,378 @@
+// CRI end to end: containerd 1.6.20's CRI plugin with the runtime handler
+// "hull" (io.containerd.hull.v2), driven by the project's CRI client, on the
+// harness's CNI bridge (127.201.0.0/24). Pods are sized from
+// linux.resources; the pause spec containerd writes is the oracle for hull's
+// own builder. See docs/testing.md.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cri/runtime/v1/api.pb.h"
+#include "oci/pause_spec.h"
+#include "oci/sizing.h"
+#include "tests/integration/cri/cri_client.h"
+#include "tests/integration/harness/harness.h"
+
+namespace hull::itest {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr const char* kBusybox = "docker.io/hull/busybox:latest";
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Cmdline(pid_t pid) {
+  std::string s = ReadText("/proc/" + std::to_string(pid) + "/cmdline");
+  for (char& c : s) {
+    if (c == '\0') c = ' ';
+  }
+  return s;
+}
+
+pid_t ParentPid(pid_t pid) {
+  std::string stat = ReadText("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(paren + 2));
+  std::string state;
+  pid_t ppid = -1;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+// A uint64 CRI field: proto3 JSON writes 64-bit integers as strings.
+uint64_t U64(const json& v) {
+  if (v.is_string()) return std::stoull(v.get<std::string>());
+  if (v.is_number()) return v.get<uint64_t>();
+  return 0;
+}
+
+// The v1 cgroup hierarchies (cgroup v1 hybrid host) and the unified one.
+std::vector<std::string> CgroupHierarchies() {
+  std::vector<std::string> roots;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/sys/fs/cgroup", ec)) {
+    if (entry.is_directory() && !entry.is_symlink()) roots.push_back(entry.path());
+  }
+  if (fs::exists("/sys/fs/cgroup/cgroup.controllers")) roots = {"/sys/fs/cgroup"};
+  return roots;
+}
+
+// Every cgroup directory named `parent` (relative) below each hierarchy, with
+// its subdirectories.
+std::vector<std::string> CgroupsUnder(const std::string& parent) {
+  std::vector<std::string> found;
+  for (const std::string& root : CgroupHierarchies()) {
+    const std::string dir = root + parent;
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(dir, ec)) {
+      if (entry.is_directory()) found.push_back(entry.path());
+    }
+  }
+  return found;
+}
+
+// Removes the pod's cgroup parent (kubelet's job; runc creates it and leaves
+// it). False when a cgroup below it is still there.
+bool RemoveCgroupParent(const std::string& parent) {
+  bool ok = true;
+  for (const std::string& root : CgroupHierarchies()) {
+    const std::string dir = root + parent;
+    if (!fs::exists(dir)) continue;
+    if (rmdir(dir.c_str()) != 0) ok = false;
+  }
+  return ok;
+}
+
+class CriTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string reason = SkipReason(); !reason.empty()) GTEST_SKIP() << reason;
+    std::string error;
+    containerd_ = PrivateContainerd::Start({.enable_cri = true}, &error);
+    ASSERT_NE(containerd_, nullptr) << error;
+    ASSERT_TRUE(containerd_->ImportImages("k8s.io", &error)) << error;
+    cri_ = std::make_unique<CriClient>(containerd_->address());
+    // The CRI plugin learns about imported images from containerd's events.
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          CriReply r = cri_->Call("ImageStatus", {{"image", {{"image", kBusybox}}}});
+          return r.ok && r.body.contains("image") && !r.body["image"].is_null() &&
+                 !r.body["image"].value("id", "").empty();
+        },
+        30s))
+        << "CRI never saw " << kBusybox;
+    cgroup_parent_ = "/hull-cri-" + std::to_string(getpid()) + "-" +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : cgroup_parent_) {
+      if (c == '/' && &c != &cgroup_parent_[0]) c = '-';
+    }
+    sockets_before_ = SocketsUnder("/run/containerd/s");
+  }
+
+  void TearDown() override {
+    if (!cgroup_parent_.empty()) RemoveCgroupParent(cgroup_parent_);
+  }
+
+  // A PodSandboxConfig as kubelet sends it (1.23+: linux.resources).
+  json PodConfig(const std::string& name, bool host_network) const {
+    json namespaces = {
+        {"network", host_network ? "NODE" : "POD"}, {"pid", "CONTAINER"}, {"ipc", "POD"}};
+    return {
+        {"metadata", {{"name", name}, {"uid", name + "-uid"}, {"namespace", "hull-test"}}},
+        {"hostname", host_network ? "" : name},
+        {"log_directory", containerd_->dir() + "/pods/" + name},
+        {"labels", {{"app", name}}},
+        {"annotations", {{"hull.test/pod", name}}},
+        {"linux",
+         {{"cgroup_parent", cgroup_parent_},
+          {"security_context", {{"namespace_options", namespaces}}},
+          {"resources",
+           {{"cpu_period", 100000},
+            {"cpu_quota", 150000},
+            {"cpu_shares", 1536},
+            {"memory_limit_in_bytes", 256 << 20}}}}},
+    };
+  }
+
+  std::string RunPod(const json& config) {
+    CriReply r = cri_->Call("RunPodSandbox", {{"config", config}, {"runtime_handler", "hull"}});
+    EXPECT_TRUE(r.ok) << r.error << "\n" << containerd_->LogTail();
+    return r.ok ? r.body.value("pod_sandbox_id", "") : "";
+  }
+
+  std::string StartContainer(const std::string& pod, const json& pod_config,
+                             const std::string& name) {
+    json config = {{"metadata", {{"name", name}}},
+                   {"image", {{"image", kBusybox}}},
+                   {"command", {"sleep", "3600"}},
+                   {"log_path", name + ".log"},
+                   {"linux", json::object()}};
+    CriReply created =
+        cri_->Call("CreateContainer",
+                   {{"pod_sandbox_id", pod}, {"config", config}, {"sandbox_config", pod_config}});
+    EXPECT_TRUE(created.ok) << created.error << "\n" << containerd_->LogTail();
+    if (!created.ok) return "";
+    std::string id = created.body.value("container_id", "");
+    CriReply started = cri_->Call("StartContainer", {{"container_id", id}});
+    EXPECT_TRUE(started.ok) << started.error << "\n" << containerd_->LogTail();
+    return id;
+  }
+
+  // containerd's v2 runtime bundle of a task in namespace k8s.io.
+  std::string Bundle(const std::string& id) const {
+    return containerd_->state() + "/io.containerd.runtime.v2.task/k8s.io/" + id;
+  }
+
+  // hull shim processes serving this containerd.
+  std::vector<pid_t> HullShims() const {
+    std::vector<pid_t> shims;
+    for (pid_t pid : ProcessesMatching(containerd_->address())) {
+      if (Cmdline(pid).find("containerd-shim-hull-v2") != std::string::npos) shims.push_back(pid);
+    }
+    return shims;
+  }
+
+  // The host pid of a task's init, from `ctr task ls`.
+  pid_t TaskPid(const std::string& id) {
+    CommandResult r = containerd_->Ctr({"tasks", "ls"}, "k8s.io");
+    std::istringstream lines(r.out);
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream fields(line);
+      std::string task;
+      pid_t pid = -1;
+      if (fields >> task >> pid && task == id) return pid;
+    }
+    return -1;
+  }
+
+  // Stops and removes the pod, then checks that nothing of it is left.
+  void RemovePodAndCheckNothingLeft(const std::string& pod) {
+    CriReply stop = cri_->Call("StopPodSandbox", {{"pod_sandbox_id", pod}});
+    ASSERT_TRUE(stop.ok) << stop.error << "\n" << containerd_->LogTail();
+    CriReply remove = cri_->Call("RemovePodSandbox", {{"pod_sandbox_id", pod}});
+    ASSERT_TRUE(remove.ok) << remove.error << "\n" << containerd_->LogTail();
+
+    EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 20s))
+        << "hull shim still running after RemovePodSandbox";
+    EXPECT_TRUE(ProcessesMatching(pod).empty()) << "a process still names the pod " << pod;
+    EXPECT_EQ(MountsUnder(containerd_->dir()), std::vector<std::string>{});
+    EXPECT_EQ(SocketsUnder("/run/containerd/s"), sockets_before_);
+    EXPECT_FALSE(fs::exists(Bundle(pod)));
+    std::vector<std::string> cgroups = CgroupsUnder(cgroup_parent_);
+    EXPECT_TRUE(cgroups.empty()) << "left: " << cgroups.front();
+    EXPECT_TRUE(RemoveCgroupParent(cgroup_parent_));
+  }
+
+  std::unique_ptr<PrivateContainerd> containerd_;
+  std::unique_ptr<CriClient> cri_;
+  std::string cgroup_parent_;
+  std::vector<std::string> sockets_before_;
+};
+
+// The pod containerd's CRI plugin runs through hull, on the pod network
+// (false) or the host's (true).
+class CriPodTest : public CriTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
+  const bool host_network = GetParam();
+  const json pod_config = PodConfig(host_network ? "hostnet" : "podnet", host_network);
+  const std::string pod = RunPod(pod_config);
+  ASSERT_FALSE(pod.empty());
+
+  // hull received containerd's four sizing annotations...
+  Result<oci::Spec> spec = oci::Spec::Load(Bundle(pod) + "/config.json");
+  ASSERT_TRUE(spec.has_value()) << spec.status().ToString();
+  const auto annotations = spec->Annotations();
+  EXPECT_EQ(annotations.at("io.kubernetes.cri.container-type"), "sandbox");
+  EXPECT_EQ(annotations.at("io.kubernetes.cri.sandbox-cpu-period"), "100000");
+  EXPECT_EQ(annotations.at("io.kubernetes.cri.sandbox-cpu-quota"), "150000");
+  EXPECT_EQ(annotations.at("io.kubernetes.cri.sandbox-cpu-shares"), "1536");
+  EXPECT_EQ(annotations.at("io.kubernetes.cri.sandbox-memory"), std::to_string(256 << 20));
+
+  // ...and computed the size docs/sizing.md gives for them with the default
+  // policy: ceil(150000/100000 + 0.25) = 2 vCPUs, 256 + 64 = 320 MiB. The
+  // same size comes out of the PodSandboxConfig path (c).
+  std::string error;
+  runtime::v1::PodSandboxConfig proto;
+  ASSERT_TRUE(proto.ParseFromString(EncodeCriMessage("PodSandboxConfig", pod_config, &error)))
+      << error;
+  const oci::PodSize from_config = oci::SizeFromPodSandboxConfig(proto, oci::SizingPolicy{});
+  const json size = json::parse(ReadText(Bundle(pod) + "/hull-pod-size.json"), nullptr, false);
+  EXPECT_TRUE(size.is_object()) << "no hull-pod-size.json in the pause bundle";
+  if (size.is_object()) {
+    EXPECT_EQ(size.value("source", ""), "containerd annotations");
+    EXPECT_EQ(size.value("vcpus", 0u), 2u);
+    EXPECT_EQ(size.value("memory_mib", 0u), 320u);
+    EXPECT_EQ(size.value("vcpus", 0u), from_config.vcpus);
+    EXPECT_EQ(size.value("memory_mib", 0u), from_config.memory_mib);
+    EXPECT_EQ(size.value("cpu_quota", 0), 150000);
+    EXPECT_EQ(size.value("cpu_period", 0), 100000);
+    EXPECT_EQ(size.value("cpu_shares", 0), 1536);
+    EXPECT_EQ(size.value("memory_limit_bytes", 0), 256 << 20);
+  }
+
+  CriReply status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
+  ASSERT_TRUE(status.ok) << status.error;
+  EXPECT_EQ(status.body["status"].value("state", ""), "SANDBOX_READY");
+  if (!host_network) {
+    EXPECT_EQ(status.body["status"]["network"].value("ip", "").rfind("127.201.0.", 0), 0u)
+        << status.body.dump();
+  }
+
+  // Two containers in the pod: one shim process serves the pause container
+  // and both of them.
+  const std::string c1 = StartContainer(pod, pod_config, "one");
+  const std::string c2 = StartContainer(pod, pod_config, "two");
+  ASSERT_FALSE(c1.empty());
+  ASSERT_FALSE(c2.empty());
+  std::vector<pid_t> shims = HullShims();
+  ASSERT_EQ(shims.size(), 1u);
+  for (const std::string& id : {pod, c1, c2}) {
+    pid_t pid = TaskPid(id);
+    ASSERT_GT(pid, 0) << id;
+    EXPECT_EQ(ParentPid(pid), shims[0]) << "task " << id << " is not the pod shim's child";
+  }
+
+  CriReply exec =
+      cri_->Call("ExecSync", {{"container_id", c1},
+                              {"cmd", {"sh", "-c", "echo hello; echo oops >&2; exit 3"}},
+                              {"timeout", 30}});
+  ASSERT_TRUE(exec.ok) << exec.error;
+  EXPECT_EQ(DecodeBase64(exec.body.value("stdout", "")), "hello\n");
+  EXPECT_EQ(DecodeBase64(exec.body.value("stderr", "")), "oops\n");
+  EXPECT_EQ(exec.body.value("exit_code", -1), 3);
+
+  CriReply stats = cri_->Call("ContainerStats", {{"container_id", c2}});
+  ASSERT_TRUE(stats.ok) << stats.error;
+  const json& s = stats.body["stats"];
+  EXPECT_EQ(s["attributes"].value("id", ""), c2);
+  EXPECT_GT(U64(s["cpu"]["usage_core_nano_seconds"]["value"]), 0u) << s.dump();
+  EXPECT_GT(U64(s["memory"]["working_set_bytes"]["value"]), 0u) << s.dump();
+
+  RemovePodAndCheckNothingLeft(pod);
+}
+
+INSTANTIATE_TEST_SUITE_P(Network, CriPodTest, ::testing::Bool(), [](const auto& info) {
+  return info.param ? "HostNetwork" : "PodNetwork";
+});
+
+// containerd's own pause spec is the oracle for oci::BuildPauseSpec: same
+// PodSandboxConfig, same image, the differences docs/pause-spec.md allows
+// (none apply to this pod).
+TEST_F(CriTest, PauseSpecMatchesContainerds) {
+  json pod_config = PodConfig("spec", /*host_network=*/false);
+  pod_config["dns_config"] = {{"servers", {"127.201.0.53"}},
+                              {"searches", {"hull.test", "svc.hull.test"}},
+                              {"options", {"ndots:2"}}};
+  pod_config["linux"]["sysctls"] = {{"net.ipv4.ip_unprivileged_port_start", "80"},
+                                    {"net.core.somaxconn", "512"}};
+  pod_config["linux"]["security_context"]["namespace_options"]["ipc"] = "NODE";
+  pod_config["port_mappings"] = json::array();
+  const std::string pod = RunPod(pod_config);
+  ASSERT_FALSE(pod.empty());
+
+  Result<oci::Spec> theirs = oci::Spec::Load(Bundle(pod) + "/config.json");
+  ASSERT_TRUE(theirs.has_value()) << theirs.status().ToString();
+
+  std::string error;
+  runtime::v1::PodSandboxConfig proto;
+  ASSERT_TRUE(proto.ParseFromString(EncodeCriMessage("PodSandboxConfig", pod_config, &error)))
+      << error;
+  CriReply image = cri_->Call(
+      "ImageStatus", {{"image", {{"image", "registry.k8s.io/pause:3.6"}}}, {"verbose", true}});
+  ASSERT_TRUE(image.ok) << image.error;
+  // Verbose ImageStatus: info["info"] is a JSON document with the image's
+  // OCI config under "imageSpec".
+  const json info = json::parse(image.body["info"].value("info", ""), nullptr, false);
+  ASSERT_TRUE(info.is_object() && info.contains("imageSpec")) << image.body.dump();
+  Result<oci::ImageConfig> image_config = oci::ParseImageConfig(info["imageSpec"].dump());
+  ASSERT_TRUE(image_config.has_value()) << image_config.status().ToString();
+
+  oci::PauseSpecOptions options;
+  options.sandbox_id = pod;
+  for (const auto& ns : theirs->json()["linux"]["namespaces"]) {
+    if (ns.value("type", "") == "network") options.netns_path = ns.value("path", "");
+  }
+  EXPECT_FALSE(options.netns_path.empty());
+  options.cri_root_dir = containerd_->root() + "/io.containerd.grpc.v1.cri";
+  options.cri_state_dir = containerd_->state() + "/io.containerd.grpc.v1.cri";
+  options.containerd_namespace = "k8s.io";
+  options.restrict_oom_score_adj = true;
+  Result<int> daemon_adj =
+      oci::CurrentOomScoreAdj("/proc/" + std::to_string(containerd_->pid()) + "/oom_score_adj");
+  ASSERT_TRUE(daemon_adj.has_value()) << daemon_adj.status().ToString();
+  options.daemon_oom_score_adj = *daemon_adj;
+  options.flavor = oci::CriFlavor::kContainerd16;
+  Result<oci::Spec> ours = oci::BuildPauseSpec(proto, *image_config, options);
+  ASSERT_TRUE(ours.has_value()) << ours.status().ToString();
+
+  const json a = json::parse(theirs->json().dump());
+  const json b = json::parse(ours->json().dump());
+  EXPECT_EQ(a, b) << "JSON patch from containerd's spec to hull's:\n" << json::diff(a, b).dump(2);
+
+  RemovePodAndCheckNothingLeft(pod);
+}
+
+}  // namespace
+}  // namespace hull::itest
