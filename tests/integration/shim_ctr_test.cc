@@ -436,12 +436,15 @@ TEST_P(HullCtrTest, CallsInTheWrongStateAreFailedPrecondition) {
 TEST_P(HullCtrTest, StdinReachesTheContainerAndCloseIOEndsIt) {
   // ctr copies its stdin into the container and calls CloseIO at EOF; cat
   // then sees EOF and exits. ctr can only call CloseIO once the task exists
-  // (an EOF before that is lost, with any shim), hence the late input.
-  std::string cmd = "(sleep 1; printf 'line one\\nline two\\n') | ctr --address " +
-                    containerd_->address() + " -n default run --rm --fifo-dir " +
-                    containerd_->dir() + "/fifo --runtime " + kHull + " --runtime-config-path " +
-                    config_ + " " + kBusybox + " t2 cat";
-  CommandResult r = RunCommand({"sh", "-c", cmd}, 30s);
+  // (an EOF before that is lost, with any shim), hence the input only once
+  // the task runs.
+  std::string ctr = "ctr --address " + containerd_->address() + " -n default";
+  std::string cmd = "(until " + ctr + " task ls | grep -q '^t2 .*RUNNING'; do sleep 0.2; done; " +
+                    "printf 'line one\\nline two\\n') | ctr --address " + containerd_->address() +
+                    " -n default run --rm --fifo-dir " + containerd_->dir() + "/fifo --runtime " +
+                    kHull + " --runtime-config-path " + config_ + " " + kBusybox + " t2 cat";
+  // A deadline, not a timing assertion: under TCG (containerd_vm) the run takes 30-40 s.
+  CommandResult r = RunCommand({"sh", "-c", cmd}, 120s);
   ASSERT_TRUE(r.ok()) << r.Describe();
   EXPECT_EQ(r.out, "line one\nline two\n");
 }
@@ -496,8 +499,10 @@ TEST_P(HullCtrTest, EventsArriveInOrder) {
   auto events = StartEvents();
   ASSERT_NE(events, nullptr);
   // The init exits while an exec is still running: the exec dies with the
-  // pid namespace, and its exit must be published before the init's.
-  ASSERT_TRUE(Run({"-d"}, "t1", {"sh", "-c", "sleep 2"}).ok());
+  // pid namespace, and its exit must be published before the init's. The
+  // init waits for the exec's sleep to appear, so no timing is assumed.
+  ASSERT_TRUE(
+      Run({"-d"}, "t1", {"sh", "-c", "until pidof sleep >/dev/null; do usleep 50000; done"}).ok());
   ASSERT_TRUE(Ctr({"task", "exec", "-d", "--exec-id", "e1", "t1", "sleep", "100"}).ok());
   ASSERT_TRUE(WaitForStatus("t1", "STOPPED"));
   ASSERT_TRUE(Ctr({"task", "rm", "t1"}).ok());
