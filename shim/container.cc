@@ -12,6 +12,7 @@
 #include "containerd/runc/v1/options.pb.h"
 #include "oci/spec.h"
 #include "shim/mount/mount.h"
+#include "shim/pod/pod_size.h"
 
 namespace hull::shim {
 namespace tv2 = containerd::task::v2;
@@ -74,6 +75,10 @@ Status Container::Unmount() {
 void Container::Create(const tv2::CreateTaskRequest& request, Reply<pid_t> done) {
   auto spec = oci::Spec::Load(bundle_ + "/config.json");
   if (!spec) return FailCreate(spec.error(), std::move(done));
+  // A pause container: the pod's size, for the log and the VM backend.
+  auto pod_size = RecordPodSize(bundle_, spec->Annotations(), options_.sizing.policy, ctx_.log,
+                                "create " + id_);
+  if (!pod_size) return FailCreate(pod_size.error(), std::move(done));
   // Only a pid namespace of its own (no path to join) dies with the init.
   shares_pid_namespace_ = true;
   for (const auto& ns : spec->Namespaces()) {

@@ -8,11 +8,14 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <optional>
 
 #include "base/event_loop.h"
 #include "base/logging.h"
 #include "base/reaper.h"
+#include "cgroups/cgroups.h"
 #include "shim/config/config.h"
+#include "shim/pod/pod_cgroup.h"
 #include "shim/publisher.h"
 #include "shim/task_service.h"
 #include "ttrpc/server.h"
@@ -37,6 +40,34 @@ std::string SocketPath(int fd) {
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "";
   if (addr.sun_family != AF_UNIX || addr.sun_path[0] == '\0') return "";
   return std::string(addr.sun_path);
+}
+
+// The pod cgroup `start` placed this server in, from the record it left in
+// the bundle (our working directory); nullopt for none. Read at startup:
+// containerd removes the bundle before the server exits.
+std::optional<PodCgroupPlacement> ReadPlacement(const Logger& log) {
+  Result<PodCgroupPlacement> placement = ReadPodCgroupFile(std::string(kPodCgroupFile));
+  if (placement) return *placement;
+  if (placement.error().code() != Code::kNotFound) {
+    log.Warn("pod cgroup: {}", placement.error().ToString());
+  }
+  return std::nullopt;
+}
+
+// At exit: back to where the server came from, and no cgroup of hull's left.
+void LeavePod(const std::optional<PodCgroupPlacement>& placement, const Logger& log) {
+  if (!placement) return;
+  Result<cgroups::Host> host = cgroups::DetectHost();
+  if (!host || !host->unified) {
+    log.Warn("pod cgroup {}: cannot find the cgroup2 mount to leave it", placement->pod);
+    return;
+  }
+  Status left = LeavePodCgroup(*placement, ::getpid(), host->unified->mount_point);
+  if (!left.ok()) {
+    log.Warn("pod cgroup {}: {}", placement->pod, left.ToString());
+  } else {
+    log.Info("pod cgroup {}: left{}", placement->pod, placement->created_pod ? " and removed" : "");
+  }
 }
 
 }  // namespace
@@ -101,9 +132,11 @@ int RunServer(const ServerArgs& args) {
     log.Error("watch signals failed");
     return 1;
   }
+  std::optional<PodCgroupPlacement> placement = ReadPlacement(log);
   log.Info("serving namespace {} id {}", args.ns, args.id);
   Status ran = loop.Run();
   if (!ran.ok()) log.Error("{}", ran.ToString());
+  LeavePod(placement, log);
   if (!socket_path.empty()) ::unlink(socket_path.c_str());
   return ran.ok() ? 0 : 1;
 }

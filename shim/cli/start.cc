@@ -10,6 +10,7 @@
 
 #include "base/file_util.h"
 #include "base/spawn.h"
+#include "cgroups/cgroups.h"
 #include "containerd/runtime/bootstrap/v1/bootstrap.pb.h"
 #include "oci/spec.h"
 #include "shim/cli/placement.h"
@@ -18,6 +19,8 @@
 #include "shim/config/config.h"
 #include "shim/config/start_input.h"
 #include "shim/mount/mountinfo.h"
+#include "shim/pod/pod_cgroup.h"
+#include "shim/pod/pod_size.h"
 
 extern char** environ;
 
@@ -91,6 +94,60 @@ bool WantsDebug(const StartRequest& req, const std::optional<BootstrapParams>& b
                                             containerd::runtime::bootstrap::v1::LOG_LEVEL_DEBUG);
 }
 
+// The server's cgroup if it were not placed in the pod: shim_cgroup when
+// set, else the one it inherits from this process.
+Result<std::string> ServerOrigin(const ShimConfig& config) {
+  if (!config.shim_cgroup.empty()) return config.shim_cgroup;
+  HULL_ASSIGN_OR_RETURN(cgroups::ProcessCgroups own, cgroups::ReadProcessCgroups(::getpid()));
+  if (!own.unified) return FailedPreconditionError("this process has no cgroup v2 path");
+  return *own.unified;
+}
+
+// For a pause container with [sizing] pod_cgroup_limits or
+// shim_in_pod_cgroup: the prepared pod cgroup (docs/sizing.md). nullopt when
+// nothing is to be done here, each case said in the log.
+Result<std::optional<PodCgroupPlacement>> PreparePod(const std::string& id, const oci::Spec& spec,
+                                                     const ShimConfig& config,
+                                                     const std::optional<oci::PodSize>& size,
+                                                     const Logger& log) {
+  const PodSizing& sizing = config.sizing;
+  if (!size || (!sizing.pod_cgroup_limits && !sizing.shim_in_pod_cgroup)) return std::nullopt;
+  Result<cgroups::Host> host = cgroups::DetectHost();
+  if (!host) return host.error().WithContext("pod cgroup");
+  if (host->mode != cgroups::Mode::kUnified) {
+    log.Info(
+        "start {}: pod cgroup left alone: hull sizes it and places the shim in it on cgroup "
+        "v2 only (this host: {})",
+        id, cgroups::ModeName(host->mode));
+    return std::nullopt;
+  }
+  HULL_ASSIGN_OR_RETURN(std::optional<std::string> pod,
+                        PodCgroupPath(spec.CgroupsPath(), config.runtime.systemd_cgroup));
+  if (!pod) {
+    log.Info("start {}: pod cgroup left alone: cgroupsPath \"{}\" has no parent cgroup", id,
+             spec.CgroupsPath());
+    return std::nullopt;
+  }
+  std::optional<cgroups::Resources> limits;
+  if (sizing.pod_cgroup_limits) limits = PodCgroupResources(*size);
+  HULL_ASSIGN_OR_RETURN(PodCgroupPlacement placement,
+                        PreparePodCgroup(*pod, limits, host->unified->mount_point));
+  if (sizing.shim_in_pod_cgroup) {
+    placement.shim_leaf = *pod + "/" + std::string(kShimLeaf);
+    Result<std::string> origin = ServerOrigin(config);
+    if (!origin) {
+      placement.shim_leaf.clear();
+      RemovePlacementCgroups(placement, host->unified->mount_point).IgnoreError();
+      return origin.error().WithContext("pod cgroup");
+    }
+    placement.origin = *origin;
+  }
+  log.Info("start {}: pod cgroup {}{}{}{}", id, *pod, placement.created_pod ? " (created)" : "",
+           limits ? " sized" : "", placement.shim_leaf.empty() ? "" : ", shim in ",
+           placement.shim_leaf);
+  return std::optional<PodCgroupPlacement>(std::move(placement));
+}
+
 }  // namespace
 
 std::string SelfExecutable() {
@@ -120,6 +177,9 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
   Result<oci::Spec> spec = oci::Spec::Load(req.bundle + "/" + std::string(oci::kConfigFileName));
   if (!spec) return spec.error().WithContext("start");
   const std::string group = GroupingId(spec->Annotations(), req.cmd.id);
+  Result<std::optional<oci::PodSize>> pod_size = RecordPodSize(
+      req.bundle, spec->Annotations(), config->sizing.policy, log, "start " + req.cmd.id);
+  if (!pod_size) return pod_size.error().WithContext("start");
 
   std::string socket_dir = req.env.socket_dir;
   if (bootstrap && bootstrap->has_socket_dir() && !bootstrap->socket_dir().empty()) {
@@ -142,6 +202,7 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
 
   pid_t child = -1;
   bool wrote_address = false;
+  std::optional<PodCgroupPlacement> pod;
   ScopeGuard undo([&] {
     if (child > 0) {
       ::kill(child, SIGKILL);
@@ -150,10 +211,25 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
     }
     ::unlink(socket_path.c_str());
     if (wrote_address) ::unlink((req.bundle + "/address").c_str());
+    if (pod) {
+      // The server is gone: only the leaf and a pod cgroup hull made remain.
+      Result<cgroups::Host> host = cgroups::DetectHost();
+      if (host && host->unified) {
+        RemovePlacementCgroups(*pod, host->unified->mount_point).IgnoreError();
+      }
+      ::unlink((req.bundle + "/" + std::string(kPodCgroupFile)).c_str());
+    }
   });
 
   HULL_RETURN_IF_ERROR_CTX(WriteAddressFile(req.bundle, address), "start");
   wrote_address = true;
+
+  Result<std::optional<PodCgroupPlacement>> prepared =
+      PreparePod(req.cmd.id, *spec, *config, *pod_size, log);
+  if (!prepared) return prepared.error().WithContext("start");
+  pod = std::move(*prepared);
+  // Before the server starts: it reads the record to leave at exit.
+  if (pod) HULL_RETURN_IF_ERROR_CTX(WritePodCgroupFile(req.bundle, *pod), "start");
 
   if (req.env.sched_core) HULL_RETURN_IF_ERROR_CTX(CreateSchedCoreCookie(), "start");
 
@@ -169,7 +245,12 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
   if (!pid) return pid.error().WithContext("start: run the shim server");
   child = *pid;
 
-  if (!config->shim_cgroup.empty()) {
+  if (pod && !pod->shim_leaf.empty()) {
+    Result<cgroups::Host> host = cgroups::DetectHost();
+    if (!host) return host.error().WithContext("start: place the shim");
+    HULL_RETURN_IF_ERROR_CTX(PlaceShim(*pod, child, host->unified->mount_point),
+                             "start: place the shim in the pod cgroup");
+  } else if (!config->shim_cgroup.empty()) {
     Result<std::vector<MountInfo>> mounts = ReadMountInfo();
     if (!mounts) return mounts.error().WithContext("start: find cgroup hierarchies");
     HULL_RETURN_IF_ERROR_CTX(MoveToCgroup(child, config->shim_cgroup, *mounts), "start");

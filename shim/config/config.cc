@@ -57,7 +57,17 @@ bool operator==(const ShimConfig& a, const ShimConfig& b) {
          x.no_new_keyring == y.no_new_keyring && x.criu_path == y.criu_path &&
          x.criu_image_path == y.criu_image_path && x.criu_work_path == y.criu_work_path &&
          a.shim_cgroup == b.shim_cgroup && a.io_uid == b.io_uid && a.io_gid == b.io_gid &&
-         a.log_level == b.log_level;
+         a.log_level == b.log_level && a.sizing == b.sizing;
+}
+
+bool operator==(const PodSizing& a, const PodSizing& b) {
+  const oci::SizingPolicy& x = a.policy;
+  const oci::SizingPolicy& y = b.policy;
+  return x.overhead_vcpus == y.overhead_vcpus && x.overhead_memory_mib == y.overhead_memory_mib &&
+         x.default_vcpus == y.default_vcpus && x.default_memory_mib == y.default_memory_mib &&
+         x.min_memory_mib == y.min_memory_mib && x.max_vcpus == y.max_vcpus &&
+         x.round_memory_to_even == y.round_memory_to_even &&
+         a.pod_cgroup_limits == b.pod_cgroup_limits && a.shim_in_pod_cgroup == b.shim_in_pod_cgroup;
 }
 
 Result<ShimConfig> LoadConfigFile(const std::string& path) {

@@ -13,6 +13,7 @@
 
 #include "base/logging.h"
 #include "base/status.h"
+#include "oci/sizing.h"
 #include "shim/backend/backend.h"
 
 namespace google::protobuf {
@@ -32,6 +33,18 @@ inline constexpr std::string_view kBundleConfigFile = "hull-config.toml";
 inline constexpr std::string_view kRuncOptionsType = "containerd.runc.v1.Options";
 inline constexpr std::string_view kRuntimeOptionsType = "runtimeoptions.v1.Options";
 
+// The [sizing] section.
+struct PodSizing {
+  oci::SizingPolicy policy;
+  // cgroup v2: create the pod cgroup if missing and write the pod's size into
+  // its cpu.max, cpu.weight and memory.max before the pause container starts.
+  bool pod_cgroup_limits = false;
+  // cgroup v2: `start` of a pause container puts the server into the leaf
+  // <pod cgroup>/hull-shim, so the pod pays for its shim.
+  bool shim_in_pod_cgroup = false;
+};
+bool operator==(const PodSizing& a, const PodSizing& b);
+
 struct ShimConfig {
   // What runs the containers: the `runtime` key is runtime.binary_name.
   RuntimeOptions runtime;
@@ -43,6 +56,9 @@ struct ShimConfig {
   uint32_t io_gid = 0;
   // The server's log level (-debug raises it to debug).
   LogLevel log_level = LogLevel::kInfo;
+  // [sizing]: how a pod is sized, and what hull does with the size on the
+  // host (docs/sizing.md, "What the shim does with it").
+  PodSizing sizing;
 };
 
 bool operator==(const ShimConfig& a, const ShimConfig& b);

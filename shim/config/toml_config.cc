@@ -5,6 +5,7 @@
 #define TOML_EXCEPTIONS 0
 #include <toml++/toml.h>
 
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -45,6 +46,39 @@ Result<uint32_t> GetUint32(const toml::node& node, std::string_view origin, std:
     return Invalid(origin, node, std::string(key) + ": expected an integer from 0 to 4294967295");
   }
   return static_cast<uint32_t>(value->get());
+}
+
+// An integer in [min, max] (both within int64).
+Result<uint64_t> GetUintInRange(const toml::node& node, std::string_view origin,
+                                std::string_view key, uint64_t min, uint64_t max) {
+  const auto* value = node.as_integer();
+  if (!value || value->get() < 0 || static_cast<uint64_t>(value->get()) < min ||
+      static_cast<uint64_t>(value->get()) > max) {
+    return Invalid(origin, node,
+                   std::string(key) + ": expected an integer from " + std::to_string(min) + " to " +
+                       std::to_string(max));
+  }
+  return static_cast<uint64_t>(value->get());
+}
+
+Result<uint32_t> GetUint32InRange(const toml::node& node, std::string_view origin,
+                                  std::string_view key, uint32_t min, uint32_t max) {
+  HULL_ASSIGN_OR_RETURN(uint64_t value, GetUintInRange(node, origin, key, min, max));
+  return static_cast<uint32_t>(value);
+}
+
+// A number (integer or float) in [0, max].
+Result<double> GetNonNegativeNumber(const toml::node& node, std::string_view origin,
+                                    std::string_view key, double max) {
+  std::optional<double> number;
+  if (const auto* f = node.as_floating_point()) number = f->get();
+  if (const auto* i = node.as_integer()) number = static_cast<double>(i->get());
+  if (!number || !std::isfinite(*number) || *number < 0 || *number > max) {
+    return Invalid(origin, node,
+                   std::string(key) + ": expected a number from 0 to " +
+                       std::to_string(static_cast<int64_t>(max)));
+  }
+  return *number;
 }
 
 // An absolute path, or empty for "the default".
@@ -115,11 +149,76 @@ std::optional<Status> ApplyTopLevelKey(std::string_view key, const toml::node& n
   return std::nullopt;
 }
 
+// Bounds of the [sizing] numbers: far above any real machine, low enough
+// that sums and MiB-to-byte conversions cannot overflow.
+constexpr uint32_t kMaxVcpus = 4096;
+constexpr uint64_t kMaxMemoryMib = uint64_t{1} << 24;  // 16 TiB
+
+// One key of [sizing]; nullopt when it is not one.
+std::optional<Status> ApplySizingKey(std::string_view key, const toml::node& node,
+                                     std::string_view origin, PodSizing& sizing) {
+  oci::SizingPolicy& p = sizing.policy;
+  if (key == "overhead_vcpus") {
+    return Assign(GetNonNegativeNumber(node, origin, key, kMaxVcpus), p.overhead_vcpus);
+  }
+  if (key == "overhead_memory_mib") {
+    return Assign(GetUintInRange(node, origin, key, 0, kMaxMemoryMib), p.overhead_memory_mib);
+  }
+  if (key == "default_vcpus") {
+    return Assign(GetUint32InRange(node, origin, key, 1, kMaxVcpus), p.default_vcpus);
+  }
+  if (key == "default_memory_mib") {
+    return Assign(GetUintInRange(node, origin, key, 1, kMaxMemoryMib), p.default_memory_mib);
+  }
+  if (key == "min_memory_mib") {
+    return Assign(GetUintInRange(node, origin, key, 1, kMaxMemoryMib), p.min_memory_mib);
+  }
+  if (key == "max_vcpus") {
+    return Assign(GetUint32InRange(node, origin, key, 0, kMaxVcpus), p.max_vcpus);
+  }
+  if (key == "round_memory_to_even") {
+    return Assign(GetBool(node, origin, key), p.round_memory_to_even);
+  }
+  if (key == "pod_cgroup_limits") {
+    return Assign(GetBool(node, origin, key), sizing.pod_cgroup_limits);
+  }
+  if (key == "shim_in_pod_cgroup") {
+    return Assign(GetBool(node, origin, key), sizing.shim_in_pod_cgroup);
+  }
+  return std::nullopt;
+}
+
+Status ApplySizing(const toml::table& table, std::string_view origin, PodSizing& sizing) {
+  for (auto&& [name, node] : table) {
+    std::string_view key = name.str();
+    std::optional<Status> applied = ApplySizingKey(key, node, origin, sizing);
+    if (!applied) return Invalid(origin, node, "unknown key \"sizing." + std::string(key) + "\"");
+    HULL_RETURN_IF_ERROR(*applied);
+  }
+  return Status::Ok();
+}
+
+toml::table SizingTable(const PodSizing& sizing) {
+  const oci::SizingPolicy& p = sizing.policy;
+  return toml::table{
+      {"overhead_vcpus", p.overhead_vcpus},
+      {"overhead_memory_mib", static_cast<int64_t>(p.overhead_memory_mib)},
+      {"default_vcpus", static_cast<int64_t>(p.default_vcpus)},
+      {"default_memory_mib", static_cast<int64_t>(p.default_memory_mib)},
+      {"min_memory_mib", static_cast<int64_t>(p.min_memory_mib)},
+      {"max_vcpus", static_cast<int64_t>(p.max_vcpus)},
+      {"round_memory_to_even", p.round_memory_to_even},
+      {"pod_cgroup_limits", sizing.pod_cgroup_limits},
+      {"shim_in_pod_cgroup", sizing.shim_in_pod_cgroup},
+  };
+}
+
 // Applies one [section]; nullopt when it is not one of hull's. Later
-// features add theirs here ([sizing], [runsc_config], [vm]), each with its
-// own keys and ShimConfig member.
-std::optional<Status> ApplySection(std::string_view /*name*/, const toml::table& /*table*/,
-                                   std::string_view /*origin*/, ShimConfig& /*config*/) {
+// features add theirs here ([runsc_config], [vm]), each with its own keys
+// and ShimConfig member.
+std::optional<Status> ApplySection(std::string_view name, const toml::table& table,
+                                   std::string_view origin, ShimConfig& config) {
+  if (name == "sizing") return ApplySizing(table, origin, config.sizing);
   return std::nullopt;
 }
 
@@ -182,6 +281,7 @@ std::string ToToml(const ShimConfig& config) {
       {"criu_image_path", rt.criu_image_path},
       {"criu_work_path", rt.criu_work_path},
       {"log_level", std::string(LogLevelName(config.log_level))},
+      {"sizing", SizingTable(config.sizing)},
   };
   std::ostringstream out;
   out << table << '\n';

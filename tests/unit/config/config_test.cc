@@ -53,6 +53,17 @@ criu_path = "/usr/sbin/criu"
 criu_image_path = "/var/lib/hull/images"
 criu_work_path = "/var/lib/hull/work"
 log_level = "debug"
+
+[sizing]
+overhead_vcpus = 0.1
+overhead_memory_mib = 96
+default_vcpus = 2
+default_memory_mib = 1024
+min_memory_mib = 256
+max_vcpus = 8
+round_memory_to_even = false
+pod_cgroup_limits = true
+shim_in_pod_cgroup = true
 )";
 
 ShimConfig EveryKey() {
@@ -69,6 +80,15 @@ ShimConfig EveryKey() {
   c.runtime.criu_image_path = "/var/lib/hull/images";
   c.runtime.criu_work_path = "/var/lib/hull/work";
   c.log_level = LogLevel::kDebug;
+  c.sizing.policy.overhead_vcpus = 0.1;
+  c.sizing.policy.overhead_memory_mib = 96;
+  c.sizing.policy.default_vcpus = 2;
+  c.sizing.policy.default_memory_mib = 1024;
+  c.sizing.policy.min_memory_mib = 256;
+  c.sizing.policy.max_vcpus = 8;
+  c.sizing.policy.round_memory_to_even = false;
+  c.sizing.pod_cgroup_limits = true;
+  c.sizing.shim_in_pod_cgroup = true;
   return c;
 }
 
@@ -95,6 +115,21 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(c.io_uid, 0u);
   EXPECT_EQ(c.shim_cgroup, "");
   EXPECT_EQ(c.log_level, LogLevel::kInfo);
+  EXPECT_EQ(c.sizing.policy.overhead_memory_mib, 64u);
+  EXPECT_FALSE(c.sizing.pod_cgroup_limits);
+  EXPECT_FALSE(c.sizing.shim_in_pod_cgroup);
+}
+
+TEST_F(ConfigTest, SizingKeysOneByOne) {
+  ShimConfig c;
+  ASSERT_TRUE(ApplyToml("[sizing]\noverhead_vcpus = 1\nmax_vcpus = 0\n", "test", c).ok());
+  EXPECT_EQ(c.sizing.policy.overhead_vcpus, 1.0);  // an integer is a number too
+  EXPECT_EQ(c.sizing.policy.max_vcpus, 0u);
+  EXPECT_EQ(c.sizing.policy.default_memory_mib, 2048u);
+  // A later file changes only the keys it has.
+  ASSERT_TRUE(ApplyToml("[sizing]\nshim_in_pod_cgroup = true\n", "test", c).ok());
+  EXPECT_TRUE(c.sizing.shim_in_pod_cgroup);
+  EXPECT_EQ(c.sizing.policy.overhead_vcpus, 1.0);
 }
 
 TEST_F(ConfigTest, EveryKey) {
@@ -117,22 +152,32 @@ TEST_F(ConfigTest, KeysPresentOverrideOthersStay) {
 
 TEST_F(ConfigTest, BadInputIsInvalidArgumentAndChangesNothing) {
   for (const char* text : {
-           "runtime = ",                     // syntax
-           "[unclosed",                      // syntax
-           "runtim = \"runc\"",              // unknown key
-           "runtime = \"runc\"\nbogus = 1",  // unknown key after a good one
-           "[vm]\nmemory = 1",               // section not (yet) known
-           "[sizing]\noverhead = 1",         // likewise
-           "systemd_cgroup = \"yes\"",       // type
-           "io_uid = -1",                    // range
-           "io_gid = 4294967296",            // range
-           "io_uid = 1.5",                   // type
-           "root = \"relative/path\"",       // not absolute
-           "criu_work_path = \"work\"",      // not absolute
-           "runtime = \"\"",                 // empty
-           "runtime = \"bin/runc\"",         // relative path
-           "log_level = \"loud\"",           // enum
-           "TypeUrl = \"x\"",                // containerd's key outside config_body
+           "runtime = ",                               // syntax
+           "[unclosed",                                // syntax
+           "runtim = \"runc\"",                        // unknown key
+           "runtime = \"runc\"\nbogus = 1",            // unknown key after a good one
+           "[vm]\nmemory = 1",                         // section not (yet) known
+           "[sizing]\noverhead = 1",                   // unknown key in a known section
+           "sizing = 1",                               // a section's name as a key
+           "[sizing]\noverhead_vcpus = -0.5",          // range
+           "[sizing]\noverhead_vcpus = nan",           // not finite
+           "[sizing]\noverhead_vcpus = \"1\"",         // type
+           "[sizing]\ndefault_vcpus = 0",              // range (at least 1)
+           "[sizing]\nmax_vcpus = 5000",               // range
+           "[sizing]\nmin_memory_mib = 0",             // range (never 0 MiB)
+           "[sizing]\ndefault_memory_mib = 99999999",  // range
+           "[sizing]\nround_memory_to_even = 1",       // type
+           "[sizing]\nshim_in_pod_cgroup = \"yes\"",   // type
+           "systemd_cgroup = \"yes\"",                 // type
+           "io_uid = -1",                              // range
+           "io_gid = 4294967296",                      // range
+           "io_uid = 1.5",                             // type
+           "root = \"relative/path\"",                 // not absolute
+           "criu_work_path = \"work\"",                // not absolute
+           "runtime = \"\"",                           // empty
+           "runtime = \"bin/runc\"",                   // relative path
+           "log_level = \"loud\"",                     // enum
+           "TypeUrl = \"x\"",                          // containerd's key outside config_body
        }) {
     ShimConfig c = EveryKey();
     Status s = ApplyToml(text, "test", c);

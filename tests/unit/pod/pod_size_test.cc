@@ -1,0 +1,96 @@
+// The pod size record: which containers get one, and its JSON keys.
+#include "shim/pod/pod_size.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace hull::shim {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::map<std::string, std::string> Sandbox() {
+  return {{"io.kubernetes.cri.container-type", "sandbox"},
+          {"io.kubernetes.cri.sandbox-cpu-period", "100000"},
+          {"io.kubernetes.cri.sandbox-cpu-quota", "150000"},
+          {"io.kubernetes.cri.sandbox-cpu-shares", "1536"},
+          {"io.kubernetes.cri.sandbox-memory", "268435456"}};
+}
+
+class PodSizeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/hull-pod-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    bundle_ = dir;
+  }
+  void TearDown() override { fs::remove_all(bundle_); }
+  nlohmann::json ReadRecord() {
+    std::ifstream in(bundle_ / "hull-pod-size.json");
+    return nlohmann::json::parse(in, nullptr, false);
+  }
+  fs::path bundle_;
+};
+
+TEST_F(PodSizeTest, OnlyThePauseContainerIsASandbox) {
+  EXPECT_TRUE(IsSandboxContainer(Sandbox()));
+  EXPECT_FALSE(IsSandboxContainer({{"io.kubernetes.cri.container-type", "container"}}));
+  EXPECT_FALSE(IsSandboxContainer({{"io.kubernetes.cri.container-type", "Sandbox"}}));
+  EXPECT_FALSE(IsSandboxContainer({}));
+}
+
+TEST_F(PodSizeTest, RecordHasEveryKey) {
+  auto size = RecordPodSize(bundle_.string(), Sandbox(), oci::SizingPolicy{}, Logger::Null(), "t");
+  ASSERT_TRUE(size.has_value()) << size.error().ToString();
+  ASSERT_TRUE(size->has_value());
+  nlohmann::json j = ReadRecord();
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j.size(), 10u) << j.dump();
+  EXPECT_EQ(j["source"], "containerd annotations");
+  EXPECT_EQ(j["vcpus"], 2);         // 1.5 + 0.25 -> 2
+  EXPECT_EQ(j["memory_mib"], 320);  // 256 + 64
+  EXPECT_EQ(j["cpu_period"], 100000);
+  EXPECT_EQ(j["cpu_quota"], 150000);
+  EXPECT_EQ(j["cpu_shares"], 1536);
+  EXPECT_EQ(j["memory_limit_bytes"], 268435456);
+  EXPECT_EQ(j["pod_cpu_millis"], 1500);
+  EXPECT_EQ(j["pod_memory_bytes"], 268435456);
+  EXPECT_EQ(j["warnings"], nlohmann::json::array());
+  EXPECT_EQ(fs::status(bundle_ / "hull-pod-size.json").permissions() & fs::perms::all,
+            fs::perms(0644));
+}
+
+TEST_F(PodSizeTest, PolicyAndWarningsReachTheRecord) {
+  auto annotations = Sandbox();
+  annotations["io.kubernetes.cri.sandbox-memory"] = "lots";
+  oci::SizingPolicy policy;
+  policy.default_memory_mib = 512;
+  auto size = RecordPodSize(bundle_.string(), annotations, policy, Logger::Null(), "t");
+  ASSERT_TRUE(size.has_value());
+  nlohmann::json j = ReadRecord();
+  EXPECT_EQ(j["memory_mib"], 512);
+  EXPECT_EQ(j["memory_limit_bytes"], 0);
+  EXPECT_EQ(j["pod_memory_bytes"], 0);
+  ASSERT_EQ(j["warnings"].size(), 1u) << j.dump();
+}
+
+TEST_F(PodSizeTest, AppContainerGetsNoRecord) {
+  auto size = RecordPodSize(bundle_.string(), {{"io.kubernetes.cri.container-type", "container"}},
+                            oci::SizingPolicy{}, Logger::Null(), "t");
+  ASSERT_TRUE(size.has_value());
+  EXPECT_FALSE(size->has_value());
+  EXPECT_FALSE(fs::exists(bundle_ / "hull-pod-size.json"));
+}
+
+TEST_F(PodSizeTest, UnwritableBundleIsAnError) {
+  auto size = RecordPodSize((bundle_ / "missing").string(), Sandbox(), oci::SizingPolicy{},
+                            Logger::Null(), "t");
+  EXPECT_FALSE(size.has_value());
+}
+
+}  // namespace
+}  // namespace hull::shim
