@@ -535,9 +535,14 @@ TEST_P(HullCtrTest, OomKillIsPublished) {
   EXPECT_TRUE(events->WaitForOutput("/tasks/delete {\"container_id\":\"t1\"", 10s))
       << events->Output();
   events->Stop();
+  // The kernel may count more than one OOM in the cgroup (the v1 eventfd
+  // fires per OOM); each is published, as containerd's own shim does, and all
+  // of them come before the exit. Consecutive ones are folded here.
   std::vector<std::string> order;
   for (auto& [topic, json] : ParseEvents(events->Output())) {
-    if (json.find("\"container_id\":\"t1\"") != std::string::npos) order.push_back(topic);
+    if (json.find("\"container_id\":\"t1\"") == std::string::npos) continue;
+    if (topic == "/tasks/oom" && !order.empty() && order.back() == topic) continue;
+    order.push_back(topic);
   }
   std::vector<std::string> expected = {"/tasks/create", "/tasks/start", "/tasks/oom", "/tasks/exit",
                                        "/tasks/delete"};
