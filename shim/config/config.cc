@@ -56,8 +56,8 @@ bool operator==(const ShimConfig& a, const ShimConfig& b) {
          x.systemd_cgroup == y.systemd_cgroup && x.no_pivot_root == y.no_pivot_root &&
          x.no_new_keyring == y.no_new_keyring && x.criu_path == y.criu_path &&
          x.criu_image_path == y.criu_image_path && x.criu_work_path == y.criu_work_path &&
-         a.shim_cgroup == b.shim_cgroup && a.io_uid == b.io_uid && a.io_gid == b.io_gid &&
-         a.log_level == b.log_level;
+         x.runtime_flags == y.runtime_flags && a.shim_cgroup == b.shim_cgroup &&
+         a.io_uid == b.io_uid && a.io_gid == b.io_gid && a.log_level == b.log_level;
 }
 
 Result<ShimConfig> LoadConfigFile(const std::string& path) {
