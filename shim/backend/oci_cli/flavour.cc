@@ -62,8 +62,8 @@ constexpr Flavour kCrun{
 // Messages as runsc 20221219 (Debian 12) prints them: lower-case Go errors,
 // each as a JSON log entry without a newline after it.
 constexpr ErrorPattern kRunscErrors[] = {
-    {"loading container: file does not exist", Code::kNotFound},
-    {"loading sandbox: file does not exist", Code::kNotFound},
+    // `loading container "x": file does not exist`, `loading sandbox: ...`
+    {"file does not exist", Code::kNotFound},
     {"already exists", Code::kAlreadyExists},
     {"cannot execute in container", Code::kFailedPrecondition},  // paused/stopped
     {"cannot pause container", Code::kFailedPrecondition},
@@ -85,7 +85,7 @@ constexpr Flavour kRunsc{
     .build_features = &BuildRunscFeatures,  // runsc has no `features` command
     .errors = kRunscErrors,
     .process_gone = kRunscProcessGone,
-    .init_exit_from_wait = true,
+    .joined_exit_from_wait = true,
     .stdio_at_start_too = true,
     .stats_from_events = true,
     .sandbox_deletes_last = true,

@@ -40,9 +40,11 @@ struct Flavour {
   std::span<const std::string_view> process_gone;
 
   // gVisor's differences (all false/empty for runc and crun):
-  // The pid file names the sandbox, not the init: the init's exit comes from
-  // `<runtime> wait <id>`, which prints {"id":..,"exitStatus":N}.
-  bool init_exit_from_wait = false;
+  // A container that joins a sandbox (CRI container-type "container") has
+  // the sandbox's pid in its pid file: its init's exit comes from
+  // `<runtime> wait <id>` after `start`, which prints {"id":..,"exitStatus":N}.
+  // The sandbox's own container exits with the sandbox process, like runc's.
+  bool joined_exit_from_wait = false;
   // A container that joins a sandbox gets its stdio at `start`, the sandbox
   // at `create`; hull hands the container's stdio to both calls.
   bool stdio_at_start_too = false;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -43,6 +44,18 @@ std::vector<std::string> JoinedContainers(const std::string& list_json, const st
     }
   }
   return out;
+}
+
+// Whether the container of `bundle` joins a sandbox: its config.json says
+// io.kubernetes.cri.container-type "container" (runsc reads the same).
+bool JoinsSandbox(const std::string& bundle) {
+  std::ifstream in(bundle + "/config.json");
+  auto spec = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!spec.is_object()) return false;
+  auto annotations = spec.find("annotations");
+  if (annotations == spec.end() || !annotations->is_object()) return false;
+  auto type = annotations->find(kContainerType);
+  return type != annotations->end() && *type == "container";
 }
 
 }  // namespace
@@ -144,6 +157,7 @@ Result<std::shared_ptr<OciCliBackend::PendingStart>> OciCliBackend::Hold(const C
 
 void OciCliBackend::Create(const CreateRequest& req, Done done) {
   const bool restore = !req.checkpoint.empty();
+  if (argv_.flavour().joined_exit_from_wait && JoinsSandbox(req.bundle)) joined_.insert(req.id);
   if (restore || argv_.flavour().stdio_at_start_too) {
     // Keep our own copies of the stdio descriptors for Start.
     auto pending = Hold(req);
@@ -171,7 +185,17 @@ void OciCliBackend::Start(const std::string& id, Done done) {
            .id = id,
            .argv = argv_.Start(id),
            .stdio = pending ? &pending->req.stdio : nullptr},
-      [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
+      [this, id, done = std::move(done)](Status s, CommandResult) {
+        if (s.ok()) {
+          started_.insert(id);
+          if (auto it = waits_after_start_.find(id); it != waits_after_start_.end()) {
+            auto on_exit = std::move(it->second);
+            waits_after_start_.erase(it);
+            RunWait(id, std::move(on_exit));
+          }
+        }
+        done(std::move(s));
+      });
 }
 
 void OciCliBackend::Restore(std::shared_ptr<PendingStart> pending, Done done) {
@@ -200,6 +224,7 @@ void OciCliBackend::Kill(const std::string& id, int signal, bool all, Done done)
 
 void OciCliBackend::Delete(const std::string& id, bool force, Done done) {
   pending_starts_.erase(id);
+  waits_after_start_.erase(id);
   if (argv_.flavour().sandbox_deletes_last) return DeleteSandboxLast(id, force, std::move(done));
   Run(Call{.what = "delete", .id = id, .argv = argv_.Delete(id, force)},
       [done = std::move(done)](Status s, CommandResult) {
@@ -361,15 +386,20 @@ void OciCliBackend::EventsStats(const std::string& id,
 
 void OciCliBackend::WatchInitExit(const std::string& id, pid_t pid,
                                   std::function<void(int exit_status)> on_exit) {
-  if (!argv_.flavour().init_exit_from_wait) {
+  if (!joined_.contains(id)) {
     reaper_.Watch(pid, [on_exit = std::move(on_exit)](int wait_status) {
       on_exit(ExitStatusFromWait(wait_status));
     });
     return;
   }
-  // `pid` is the sandbox's, shared by every container in it: its own exit
-  // tells nothing about this container's init.
-  reaper_.Discard(pid);
+  if (!started_.contains(id)) {
+    waits_after_start_[id] = std::move(on_exit);
+    return;
+  }
+  RunWait(id, std::move(on_exit));
+}
+
+void OciCliBackend::RunWait(const std::string& id, std::function<void(int)> on_exit) {
   Run(Call{.what = "wait", .id = id, .argv = argv_.Wait(id), .reads_log = false},
       [on_exit = std::move(on_exit)](Status s, CommandResult r) {
         // A wait that fails (the sandbox died under it) has no status to

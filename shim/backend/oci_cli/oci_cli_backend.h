@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,8 @@ class OciCliBackend final : public Backend {
   Result<EventHandle> WatchOom(const std::string& id, pid_t init_pid,
                                std::function<void()> on_oom) override;
   Result<uint64_t> OomKillCount(const std::string& id) override;
-  // runc, crun: the reaper reports the init. runsc: `runsc wait <id>`.
+  // The reaper reports the init, except for a runsc container that joined
+  // a sandbox: `runsc wait <id>`, run once Start has succeeded.
   void WatchInitExit(const std::string& id, pid_t pid,
                      std::function<void(int exit_status)> on_exit) override;
   std::string name() const override { return std::string(argv_.flavour().name); }
@@ -86,6 +88,7 @@ class OciCliBackend final : public Backend {
   // runsc: deletes the containers that joined sandbox `id`, then `id`.
   void DeleteSandboxLast(const std::string& id, bool force, Done done);
   void DeleteEach(std::vector<std::string> ids, Done done);
+  void RunWait(const std::string& id, std::function<void(int)> on_exit);
   void EventsStats(const std::string& id, std::function<void(Result<google::protobuf::Any>)> done);
 
   enum class CheckpointStep { kProbeRuntime, kCheckCriu, kDump };
@@ -98,7 +101,13 @@ class OciCliBackend final : public Backend {
   uint64_t next_call_ = 0;
   std::map<uint64_t, std::unique_ptr<Command>> calls_;
   std::map<std::string, std::shared_ptr<PendingStart>> pending_starts_;
-  std::optional<Status> can_checkpoint_;  // result of the runtime probe
+  std::optional<Status> can_checkpoint_;
+  // runsc: containers that joined a sandbox, and their exit watchers that
+  // wait for Start (`runsc wait` of an unstarted container fails).
+  std::set<std::string> joined_;
+  std::set<std::string> started_;
+  std::map<std::string, std::function<void(int)>>
+      waits_after_start_;  // result of the runtime probe
 };
 
 }  // namespace hull::shim::oci_cli
