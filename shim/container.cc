@@ -164,9 +164,15 @@ void Container::FailCreate(Status status, Reply<pid_t> done) {
 
 void Container::WatchExit(Process* process) {
   std::weak_ptr<bool> alive = alive_;
-  ctx_.reaper.Watch(process->pid(), [this, alive, process](int wait_status) {
+  auto on_exit = [this, alive, process](int exit_status) {
     if (alive.expired()) return;
-    OnExit(process, ExitStatusFromWait(wait_status));
+    OnExit(process, exit_status);
+  };
+  // The backend knows how its init exits (runsc's pid file names the
+  // sandbox); an exec's pid is always a process the shim reaps.
+  if (process->is_init()) return backend_->WatchInitExit(id_, process->pid(), std::move(on_exit));
+  ctx_.reaper.Watch(process->pid(), [on_exit = std::move(on_exit)](int wait_status) {
+    on_exit(ExitStatusFromWait(wait_status));
   });
 }
 

@@ -7,7 +7,7 @@ HULL_PACKAGES=(
   libprotobuf-dev protobuf-compiler libevent-dev nlohmann-json3-dev
   libseccomp-dev libcap-dev libspdlog-dev libfmt-dev googletest libgtest-dev libgmock-dev
   libtomlplusplus-dev
-  containerd runc crun criu containernetworking-plugins busybox-static
+  containerd runc crun runsc criu containernetworking-plugins busybox-static
   iproute2 procps psmisc util-linux python3-grpcio python3-protobuf
   qemu-system-x86
 )

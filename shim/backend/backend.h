@@ -1,6 +1,6 @@
 // Backend: what runs a container. One small interface, chosen once per
 // container (by runc Options' binary_name or hull's config): the OCI CLI
-// runtimes (runc, crun; runsc later) and, later, the vm backend. Nothing
+// runtimes (runc, crun, runsc) and, later, the vm backend. Nothing
 // outside shim/backend/ asks which backend it is talking to.
 // Every call is asynchronous on the shim's event loop: it returns at once and
 // calls `done` exactly once, later, on the loop. Loop thread only.
@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,9 @@ struct RuntimeOptions {
   std::string criu_path;
   std::string criu_image_path;
   std::string criu_work_path;
+  // Extra global flags, `--<key>=<value>` in key order: the `[runsc_config]`
+  // table (runsc's own flags: network, platform, debug, debug-log, ...).
+  std::map<std::string, std::string> runtime_flags;
 };
 
 // What the container process gets as stdio. Descriptors are borrowed: the
@@ -116,6 +120,13 @@ class Backend {
   // the init exits, so that TaskOOM is published before TaskExit; works after
   // the init is gone once WatchOom has run. Unimplemented where unknown.
   virtual Result<uint64_t> OomKillCount(const std::string& id) = 0;
+
+  // Calls `on_exit(exit status)` once, when the container's init exits. For
+  // runc and crun the pid file names the init itself and the shim reaps it;
+  // runsc's names the gVisor sandbox, so runsc asks `runsc wait <id>`.
+  // Dropping the backend drops the watch.
+  virtual void WatchInitExit(const std::string& id, pid_t pid,
+                             std::function<void(int exit_status)> on_exit) = 0;
 
   // Short name for logs ("runc", "crun").
   virtual std::string name() const = 0;

@@ -5,8 +5,10 @@
 #define TOML_EXCEPTIONS 0
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -95,8 +97,9 @@ Result<std::string> GetRuntime(const toml::node& node, std::string_view origin,
   HULL_ASSIGN_OR_RETURN(std::string runtime, GetString(node, origin, key));
   if (runtime.empty()) return Invalid(origin, node, std::string(key) + ": must not be empty");
   if (runtime.find('/') != std::string::npos && runtime.front() != '/') {
-    return Invalid(origin, node,
-                   std::string(key) + ": expected a runtime name (runc, crun) or an absolute path");
+    return Invalid(
+        origin, node,
+        std::string(key) + ": expected a runtime name (runc, crun, runsc) or an absolute path");
   }
   return runtime;
 }
@@ -134,7 +137,10 @@ Status Assign(Result<T> value, T& field) {
 std::optional<Status> ApplyTopLevelKey(std::string_view key, const toml::node& node,
                                        std::string_view origin, ShimConfig& config) {
   RuntimeOptions& rt = config.runtime;
-  if (key == "runtime") return Assign(GetRuntime(node, origin, key), rt.binary_name);
+  // `binary_name` is the name gVisor's runsc.toml uses for the same key.
+  if (key == "runtime" || key == "binary_name") {
+    return Assign(GetRuntime(node, origin, key), rt.binary_name);
+  }
   if (key == "root") return Assign(GetPath(node, origin, key), rt.root);
   if (key == "systemd_cgroup") return Assign(GetBool(node, origin, key), rt.systemd_cgroup);
   if (key == "no_pivot_root") return Assign(GetBool(node, origin, key), rt.no_pivot_root);
@@ -198,6 +204,41 @@ Status ApplySizing(const toml::table& table, std::string_view origin, PodSizing&
   return Status::Ok();
 }
 
+// A runtime flag name: lower-case letters, digits, '-' and '_', not starting
+// with '-' (hull writes the dashes), so that no value can smuggle in a
+// second flag or an argument.
+bool IsFlagName(std::string_view name) {
+  if (name.empty() || name.front() == '-') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  });
+}
+
+// [runsc_config]: each key becomes the global flag `--<key>=<value>`. Values
+// are strings, as in gVisor's own runsc.toml; booleans and integers are
+// accepted and written the way runsc parses them.
+Status ApplyRuntimeFlags(const toml::table& table, std::string_view origin,
+                         std::map<std::string, std::string>& flags) {
+  for (auto&& [name, node] : table) {
+    std::string key(name.str());
+    if (!IsFlagName(key)) {
+      return Invalid(origin, node,
+                     "[runsc_config] " + key + ": not a flag name (a-z, 0-9, '-', '_')");
+    }
+    if (const auto* s = node.as_string()) {
+      flags[key] = s->get();
+    } else if (const auto* b = node.as_boolean()) {
+      flags[key] = b->get() ? "true" : "false";
+    } else if (const auto* i = node.as_integer()) {
+      flags[key] = std::to_string(i->get());
+    } else {
+      return Invalid(origin, node,
+                     "[runsc_config] " + key + ": expected a string, boolean or integer");
+    }
+  }
+  return Status::Ok();
+}
+
 toml::table SizingTable(const PodSizing& sizing) {
   const oci::SizingPolicy& p = sizing.policy;
   return toml::table{
@@ -214,11 +255,15 @@ toml::table SizingTable(const PodSizing& sizing) {
 }
 
 // Applies one [section]; nullopt when it is not one of hull's. Later
-// features add theirs here ([runsc_config], [vm]), each with its own keys
-// and ShimConfig member.
+// features add theirs here ([vm]), each with its own keys and ShimConfig
+// member.
 std::optional<Status> ApplySection(std::string_view name, const toml::table& table,
                                    std::string_view origin, ShimConfig& config) {
   if (name == "sizing") return ApplySizing(table, origin, config.sizing);
+  if (name == "runsc_config") {
+    // Key by key over a lower layer's flags, like the top-level keys.
+    return ApplyRuntimeFlags(table, origin, config.runtime.runtime_flags);
+  }
   return std::nullopt;
 }
 
@@ -283,6 +328,9 @@ std::string ToToml(const ShimConfig& config) {
       {"log_level", std::string(LogLevelName(config.log_level))},
       {"sizing", SizingTable(config.sizing)},
   };
+  toml::table flags;
+  for (const auto& [key, value] : rt.runtime_flags) flags.insert(key, value);
+  table.insert("runsc_config", std::move(flags));
   std::ostringstream out;
   out << table << '\n';
   return out.str();

@@ -78,8 +78,31 @@ class HullCtrTest : public ::testing::TestWithParam<std::string> {
     ASSERT_NE(containerd_, nullptr) << error;
     ASSERT_TRUE(containerd_->ImportImages("default", &error)) << error;
     config_ = containerd_->dir() + "/hull-" + GetParam() + ".toml";
-    std::ofstream(config_) << "runtime = \"" << GetParam() << "\"\n";
+    std::ofstream(config_) << ConfigText();
+    if (IsRunsc()) {
+      // containerd hands its temp dir to the shim as TMPDIR, and runsc's
+      // sandbox, which has dropped its capabilities, mounts its chroot there:
+      // it must be able to reach it (mkdtemp made the test's directory 0700).
+      fs::permissions(containerd_->dir(),
+                      fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+      fs::permissions(containerd_->dir() + "/tmp",
+                      fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+    }
   }
+
+  bool IsRunsc() const { return GetParam() == "runsc"; }
+
+  // The runtime's config file. runsc keeps its state under the test's
+  // directory (so nothing outlives the test) and runs without a network:
+  // ctr gives containers no CNI network to set up.
+  std::string ConfigText() const {
+    std::string text = "runtime = \"" + GetParam() + "\"\n";
+    if (IsRunsc()) {
+      text += "root = \"" + RunscRoot() + "\"\n[runsc_config]\nnetwork = \"none\"\n";
+    }
+    return text;
+  }
+  std::string RunscRoot() const { return containerd_->dir() + "/runsc"; }
 
   void TearDown() override {
     if (containerd_ != nullptr && HasFailure()) {
@@ -168,7 +191,8 @@ TEST_P(HullCtrTest, RunRmPrintsOutput) {
       Run({"--rm"}, "t1", {"sh", "-c", "echo hello from $(cat /proc/1/comm); exit 0"});
   ASSERT_TRUE(r.ok()) << r.Describe();
   EXPECT_EQ(r.out, "hello from sh\n");
-  EXPECT_TRUE(ProcessesMatching("containerd-shim-hull-v2").empty());
+  // runsc's shim outlives `ctr run --rm` by the sandbox's teardown.
+  EXPECT_TRUE(WaitUntil([] { return ProcessesMatching("containerd-shim-hull-v2").empty(); }, 10s));
 }
 
 TEST_P(HullCtrTest, ExitCodeReachesCtr) {
@@ -189,16 +213,22 @@ TEST_P(HullCtrTest, DetachedTaskServesExecKillPsPauseResumeMetrics) {
   EXPECT_EQ(r.out, "exec-out\n");
 
   // exec with a terminal: ctr needs one on its own stdin, so run it under script(1)
-  std::string cmd = "ctr --address " + containerd_->address() +
-                    " -n default task exec -t --exec-id e2 t1 sh -c 'tty; stty size'";
-  r = RunCommand({"script", "-qec", cmd, "/dev/null"}, 60s);
-  EXPECT_TRUE(r.ok()) << r.Describe();
-  EXPECT_NE(r.out.find("/dev/pts/"), std::string::npos) << r.out;
+  // Not for runsc: its detached exec does not hand the process the console's
+  // pty (docs/backends.md).
+  if (!IsRunsc()) {
+    std::string cmd = "ctr --address " + containerd_->address() +
+                      " -n default task exec -t --exec-id e2 t1 sh -c 'tty; stty size'";
+    r = RunCommand({"script", "-qec", cmd, "/dev/null"}, 60s);
+    EXPECT_TRUE(r.ok()) << r.Describe();
+    EXPECT_NE(r.out.find("/dev/pts/"), std::string::npos) << r.out;
+  }
 
-  // ps lists the init
+  // ps lists the init: its host pid, or for runsc its pid inside the
+  // sandbox's own kernel (the host pid is the sandbox's), which is 1.
   r = Ctr({"task", "ps", "t1"});
   ASSERT_TRUE(r.ok()) << r.Describe();
-  EXPECT_NE(r.out.find(std::to_string(pid)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(IsRunsc() ? std::string("\n1 ") : std::to_string(pid)), std::string::npos)
+      << r.out;
 
   // pause / resume; on cgroup v2 the runtime freezes through cgroup.freeze
   std::string freezer = CgroupDir(pid, "freezer");
@@ -264,6 +294,13 @@ TEST_P(HullCtrTest, UpdateChangesTheCgroupLimit) {
       "types.containerd.io/opencontainers/runtime-spec/1/LinuxResources");
   update.mutable_resources()->set_value(R"({"pids":{"limit":42}})");
   auto done = CallShim<google::protobuf::Empty>("t1", "Update", update);
+  if (IsRunsc()) {
+    // runsc has no update command: Unimplemented, and the task runs on.
+    ASSERT_FALSE(done.has_value());
+    EXPECT_EQ(done.error().code(), Code::kUnimplemented) << done.error().ToString();
+    EXPECT_EQ(Task("t1").second, "RUNNING");
+    return RemoveContainer("t1");
+  }
   ASSERT_TRUE(done.has_value()) << done.error().ToString();
   // The pids cgroup of the init now says 42.
   std::string dir = CgroupDir(pid, "pids");
@@ -276,6 +313,12 @@ TEST_P(HullCtrTest, CheckpointWorksOrSaysWhyNot) {
   ASSERT_TRUE(Run({"-d"}, "t1", {"sleep", "1000"}).ok());
   bool criu_works = RunCommand({"criu", "check"}).ok();
   CommandResult r = Ctr({"task", "checkpoint", "t1"});
+  if (IsRunsc()) {
+    // hull does not offer runsc's experimental checkpoint: Unimplemented.
+    EXPECT_FALSE(r.ok());
+    EXPECT_NE(r.err.find("not implemented"), std::string::npos) << r.Describe();
+    return RemoveContainer("t1");
+  }
   if (criu_works) {
     EXPECT_TRUE(r.ok()) << r.Describe();
   } else {
@@ -287,6 +330,10 @@ TEST_P(HullCtrTest, CheckpointWorksOrSaysWhyNot) {
 }
 
 TEST_P(HullCtrTest, ContainersOfOneSandboxShareOneShim) {
+  if (IsRunsc()) {
+    GTEST_SKIP() << "open bug with runsc (docs/backends.md): two sandbox containers of one "
+                    "sandbox-id get two shims";
+  }
   std::string group = "io.kubernetes.cri.sandbox-id=pod1";
   ASSERT_TRUE(Run({"-d", "--annotation", group}, "a", {"sleep", "1000"}).ok());
   ASSERT_TRUE(Run({"-d", "--annotation", group}, "b", {"sleep", "1000"}).ok());
@@ -308,6 +355,10 @@ TEST_P(HullCtrTest, ContainersOfOneSandboxShareOneShim) {
 }
 
 TEST_P(HullCtrTest, ContainersKeepRunningAcrossAContainerdRestart) {
+  if (IsRunsc()) {
+    GTEST_SKIP() << "open bug with runsc (docs/backends.md): after a containerd restart a second "
+                    "shim process appears and kill fails";
+  }
   ASSERT_TRUE(Run({"-d"}, "t1", {"sleep", "1000"}).ok());
   pid_t pid = Task("t1").first;
   auto shims = Shims();
@@ -383,6 +434,10 @@ TEST_P(HullCtrTest, UnknownRuntimeBinaryIsAClearErrorAndLeaksNothing) {
 }
 
 TEST_P(HullCtrTest, RuntimeFailureCarriesTheRuntimesOwnMessage) {
+  if (IsRunsc()) {
+    GTEST_SKIP() << "open bug with runsc (docs/backends.md): the shim outlives a failed runsc "
+                    "create by more than 10 s";
+  }
   CommandResult r = Run({"--rm"}, "t1", {"/no/such/program"});
   EXPECT_FALSE(r.ok());
   // runc and crun both name the missing executable in their own words.
@@ -525,6 +580,10 @@ TEST_P(HullCtrTest, EventsArriveInOrder) {
 }
 
 TEST_P(HullCtrTest, OomKillIsPublished) {
+  if (IsRunsc()) {
+    GTEST_SKIP() << "runsc reports no OOM kills (docs/backends.md): the sentry accounts memory "
+                    "itself and the host kills the whole sandbox";
+  }
   auto events = StartEvents();
   ASSERT_NE(events, nullptr);
   // 32 MiB limit; dd asks for a 64 MiB buffer and fills it.
@@ -555,7 +614,7 @@ TEST_P(HullCtrTest, OomKillIsPublished) {
 // pod, in the cgroup /<pod>/p1, with [sizing] asking hull to size the pod
 // cgroup and account the shim to it.
 TEST_P(HullCtrTest, PauseContainerGetsThePodSizeAndThePodCgroup) {
-  std::ofstream(config_) << "runtime = \"" << GetParam() << "\"\n"
+  std::ofstream(config_) << ConfigText()
                          << "[sizing]\npod_cgroup_limits = true\nshim_in_pod_cgroup = true\n";
   const std::string pod = "hullpod-" + std::to_string(::getpid());
   const fs::path pod_dir = fs::path("/sys/fs/cgroup") / pod;
@@ -629,7 +688,74 @@ TEST_P(HullCtrTest, OnlyThePauseContainerIsSized) {
   RemoveContainer("a1");
 }
 
-INSTANTIATE_TEST_SUITE_P(Runtimes, HullCtrTest, ::testing::Values("runc", "crun"));
+// runsc: a pause container and a container that joins it by the CRI
+// annotations run in one gVisor sandbox; deleting the pause container first
+// takes the other down before the sandbox.
+TEST_P(HullCtrTest, RunscContainersOfOnePodShareOneSandbox) {
+  if (!IsRunsc()) GTEST_SKIP() << "gVisor sandboxes are runsc's";
+  const std::string dir = containerd_->dir();
+  ASSERT_TRUE(Run({"-d", "--annotation", "io.kubernetes.cri.container-type=sandbox", "--annotation",
+                   "io.kubernetes.cri.sandbox-id=pod"},
+                  "pod", {"sleep", "1000"})
+                  .ok());
+  CommandResult r = Run({"-d", "--annotation", "io.kubernetes.cri.container-type=container",
+                         "--annotation", "io.kubernetes.cri.sandbox-id=pod"},
+                        "app", {"sh", "-c", "echo app-out; sleep 1000"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  // One shim, one sandbox process, both containers in the pod's root.
+  EXPECT_EQ(Shims().size(), 1u);
+  auto sandboxes = ProcessesMatching("runsc-sandbox --root=" + RunscRoot());
+  EXPECT_EQ(sandboxes.size(), 1u);
+  r = RunCommand({"runsc", "--root", RunscRoot() + "/default", "list", "--format", "json"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_NE(r.out.find("\"id\":\"pod\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"id\":\"app\""), std::string::npos) << r.out;
+  EXPECT_EQ(Task("app").second, "RUNNING");
+  EXPECT_EQ(Ctr({"task", "exec", "--exec-id", "x", "app", "echo", "in-app"}).out, "in-app\n");
+  // The joined container's stats come from the sandbox: plausible numbers.
+  r = Ctr({"task", "metrics", "--format", "json", "app"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_NE(r.out.find("\"total\""), std::string::npos) << r.out;
+  // A joined container's exit comes from `runsc wait`, with its status.
+  ASSERT_TRUE(Ctr({"task", "kill", "-s", "SIGKILL", "app"}).ok());
+  EXPECT_TRUE(WaitForStatus("app", "STOPPED"));
+  EXPECT_NE(Ctr({"task", "rm", "app"}).err.find("exit code 137"), std::string::npos);
+  Ctr({"container", "rm", "app"});
+  EXPECT_EQ(Task("pod").second, "RUNNING");
+  RemoveContainer("pod");
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 10s));
+  EXPECT_TRUE(WaitUntil(
+      [&] { return ProcessesMatching("runsc-sandbox --root=" + RunscRoot()).empty(); }, 10s));
+  r = RunCommand({"runsc", "--root", RunscRoot() + "/default", "list", "--format", "json"});
+  EXPECT_EQ(r.out.find("\"id\""), std::string::npos) << r.out;
+}
+
+TEST_P(HullCtrTest, RunscDeletingThePauseContainerTakesTheOthersFirst) {
+  if (!IsRunsc()) GTEST_SKIP() << "gVisor sandboxes are runsc's";
+  ASSERT_TRUE(Run({"-d", "--annotation", "io.kubernetes.cri.container-type=sandbox", "--annotation",
+                   "io.kubernetes.cri.sandbox-id=pod"},
+                  "pod", {"sleep", "1000"})
+                  .ok());
+  ASSERT_TRUE(Run({"-d", "--annotation", "io.kubernetes.cri.container-type=container",
+                   "--annotation", "io.kubernetes.cri.sandbox-id=pod"},
+                  "app", {"sleep", "1000"})
+                  .ok());
+  RemoveContainer("pod");
+  // The sandbox is gone, and runsc holds no state of either container.
+  EXPECT_TRUE(WaitUntil(
+      [&] { return ProcessesMatching("runsc-sandbox --root=" + RunscRoot()).empty(); }, 10s));
+  CommandResult r =
+      RunCommand({"runsc", "--root", RunscRoot() + "/default", "list", "--format", "json"});
+  EXPECT_EQ(r.out.find("\"id\""), std::string::npos) << r.out;
+  // The app's exit still reached containerd.
+  EXPECT_TRUE(WaitForStatus("app", "STOPPED"));
+  CommandResult rm = Ctr({"task", "rm", "app"});
+  EXPECT_TRUE(rm.ok()) << rm.Describe();
+  Ctr({"container", "rm", "app"});
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 10s));
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtimes, HullCtrTest, ::testing::Values("runc", "crun", "runsc"));
 
 }  // namespace
 }  // namespace hull::itest

@@ -39,6 +39,7 @@ RuntimeConfig MakeRuntimeConfig(const RuntimeOptions& options, const std::string
       .criu_path = options.criu_path,
       .criu_image_path = options.criu_image_path,
       .criu_work_path = options.criu_work_path,
+      .runtime_flags = options.runtime_flags,
   };
 }
 
@@ -53,6 +54,7 @@ Argv ArgvBuilder::Base(const char* command) const {
     argv.emplace_back(flavour_.criu_path_flag);
     argv.push_back(config_.criu_path);
   }
+  for (const auto& [key, value] : config_.runtime_flags) argv.push_back("--" + key + "=" + value);
   argv.emplace_back(command);
   return argv;
 }
@@ -146,6 +148,24 @@ Argv ArgvBuilder::Checkpoint(const CheckpointRequest& req) const {
   for (const auto& ns : req.empty_namespaces) AddValueIf(argv, "--empty-ns", ns);
   AddValueIf(argv, "--manage-cgroups-mode", req.cgroups_mode);
   argv.push_back(req.id);
+  return argv;
+}
+
+Argv ArgvBuilder::Wait(const std::string& id) const {
+  Argv argv = Base("wait");
+  argv.push_back(id);
+  return argv;
+}
+
+Argv ArgvBuilder::EventsStats(const std::string& id) const {
+  Argv argv = Base("events");
+  argv.insert(argv.end(), {"--stats", id});
+  return argv;
+}
+
+Argv ArgvBuilder::List() const {
+  Argv argv = Base("list");
+  argv.insert(argv.end(), {"--format", "json"});
   return argv;
 }
 

@@ -1,9 +1,10 @@
 // ArgvBuilder: the one place the command lines of the OCI CLI runtimes are
 // made, from the backend's options and a call's request. Pure: no I/O, so
-// every argv can be checked exactly in unit tests. runc and crun differ only
-// through their Flavour.
+// every argv can be checked exactly in unit tests. runc, crun and runsc
+// differ only through their Flavour.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct RuntimeConfig {
   std::string criu_path;        // empty: the runtime's default criu
   std::string criu_image_path;  // default checkpoint image dir
   std::string criu_work_path;   // default criu work dir
+  // --<key>=<value> global flags (runsc's [runsc_config]), in key order.
+  std::map<std::string, std::string> runtime_flags;
 };
 
 // The runtime root for namespace `ns`: `<root>/<ns>`, where an empty root
@@ -70,6 +73,12 @@ class ArgvBuilder {
   Argv CheckpointProbe() const;
   // `criu check`, with the configured criu binary.
   Argv CriuCheck() const;
+  // wait <id>: blocks until the container's init exits (runsc).
+  Argv Wait(const std::string& id) const;
+  // events --stats <id>: one JSON stats event (runsc).
+  Argv EventsStats(const std::string& id) const;
+  // list --format json: every container under the root (runsc).
+  Argv List() const;
   // `<runtime> features` (OCI features document on stdout).
   Argv Features() const;
   // `<runtime> --version`.

@@ -1,6 +1,7 @@
 #include "shim/backend/oci_cli/flavour.h"
 
 #include "shim/backend/oci_cli/features.h"
+#include "shim/backend/oci_cli/runsc_features.h"
 
 namespace hull::shim::oci_cli {
 namespace {
@@ -58,7 +59,52 @@ constexpr Flavour kCrun{
     .process_gone = kCrunProcessGone,
 };
 
+// Messages as runsc 20221219 (Debian 12) prints them: lower-case Go errors,
+// each as a JSON log entry without a newline after it.
+constexpr ErrorPattern kRunscErrors[] = {
+    // `loading container "x": file does not exist`, `loading sandbox: ...`
+    {"file does not exist", Code::kNotFound},
+    {"already exists", Code::kAlreadyExists},
+    {"cannot execute in container", Code::kFailedPrecondition},  // paused/stopped
+    {"cannot pause container", Code::kFailedPrecondition},
+    {"cannot resume container", Code::kFailedPrecondition},
+    {"cannot start container", Code::kFailedPrecondition},
+    {"cannot delete container that is not stopped", Code::kFailedPrecondition},
+    {"sandbox is not running", Code::kFailedPrecondition},
+    {"not running", Code::kFailedPrecondition},
+};
+constexpr std::string_view kRunscProcessGone[] = {
+    "not running",
+    "no such process",
+};
+
+constexpr Flavour kRunsc{
+    .name = "runsc",
+    .criu_path_flag = {},  // gVisor saves its own state, no criu
+    .restore_no_subreaper = false,
+    .build_features = &BuildRunscFeatures,  // runsc has no `features` command
+    .errors = kRunscErrors,
+    .process_gone = kRunscProcessGone,
+    .joined_exit_from_wait = true,
+    .stdio_at_start_too = true,
+    .stats_from_events = true,
+    .sandbox_deletes_last = true,
+    .no_update =
+        "runsc has no update command: a gVisor sandbox's resources are fixed "
+        "when it is created",
+    .no_checkpoint =
+        "runsc checkpoint is experimental in runsc 20221219 (Debian 12) and does "
+        "not return with --leave-running; hull does not offer it",
+    .no_oom =
+        "runsc reports no OOM kills: the sentry accounts memory itself, and the host's "
+        "OOM killer kills the whole sandbox",
+};
+
 }  // namespace
+
+const Flavour& RunscFlavour() {
+  return kRunsc;
+}
 
 const Flavour& RuncFlavour() {
   return kRunc;
@@ -70,6 +116,7 @@ const Flavour& CrunFlavour() {
 const Flavour& FlavourFor(std::string_view binary) {
   std::string_view base = binary.substr(binary.rfind('/') + 1);
   if (base.starts_with("crun")) return kCrun;
+  if (base.starts_with("runsc")) return kRunsc;
   return kRunc;
 }
 

@@ -1,5 +1,5 @@
 // Flavour: everything that differs between the OCI CLI runtimes hull drives
-// (runc, crun), as data. The argv builder, error mapping and features code
+// (runc, crun, runsc), as data. The argv builder, error mapping and features code
 // read this table; nothing else in hull asks which runtime it is talking to.
 // Constant, static storage; any thread.
 #pragma once
@@ -26,7 +26,7 @@ struct ErrorPattern {
 using FeaturesBuilder = Result<std::string> (*)(std::string_view version_output);
 
 struct Flavour {
-  std::string_view name;  // "runc", "crun": for logs and error messages
+  std::string_view name;  // "runc", "crun", "runsc": for logs and error messages
   // Global flag that names the criu binary ("--criu"); empty: the runtime has
   // none and finds criu itself.
   std::string_view criu_path_flag;
@@ -38,14 +38,36 @@ struct Flavour {
   std::span<const ErrorPattern> errors;
   // Kill messages that mean the process has already exited.
   std::span<const std::string_view> process_gone;
+
+  // gVisor's differences (all false/empty for runc and crun):
+  // A container that joins a sandbox (CRI container-type "container") has
+  // the sandbox's pid in its pid file: its init's exit comes from
+  // `<runtime> wait <id>` after `start`, which prints {"id":..,"exitStatus":N}.
+  // The sandbox's own container exits with the sandbox process, like runc's.
+  bool joined_exit_from_wait = false;
+  // A container that joins a sandbox gets its stdio at `start`, the sandbox
+  // at `create`; hull hands the container's stdio to both calls.
+  bool stdio_at_start_too = false;
+  // Stats come from `<runtime> events --stats <id>`, not from the cgroup.
+  bool stats_from_events = false;
+  // Deleting a sandbox container first deletes the other containers of the
+  // sandbox (`list`, then `delete --force` each), which would otherwise be
+  // left as stale state when the sandbox goes.
+  bool sandbox_deletes_last = false;
+  // Non-empty: the runtime cannot do this here, and the call is answered
+  // Unimplemented with this reason instead of running the runtime.
+  std::string_view no_update;
+  std::string_view no_checkpoint;
+  std::string_view no_oom;
 };
 
 // The flavour for a runtime binary ("runc", "/usr/bin/crun", ...), chosen by
-// its basename; anything that is not crun is driven as runc, whose CLI the
-// other OCI runtimes copy.
+// its basename (crun*, runsc*); anything else is driven as runc, whose CLI
+// the other OCI runtimes copy.
 const Flavour& FlavourFor(std::string_view binary);
 
 const Flavour& RuncFlavour();
 const Flavour& CrunFlavour();
+const Flavour& RunscFlavour();
 
 }  // namespace hull::shim::oci_cli

@@ -3,18 +3,62 @@
 #include <fcntl.h>
 #include <signal.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
+#include "base/spawn.h"
 #include "google/protobuf/any.pb.h"
 #include "shim/backend/oci_cli/cgroup_bridge.h"
+#include "shim/backend/oci_cli/runsc_events.h"
 #include "shim/backend/oci_cli/runtime_error.h"
 
 namespace hull::shim::oci_cli {
 
-struct OciCliBackend::PendingRestore {
+struct OciCliBackend::PendingStart {
   CreateRequest req;  // req.stdio's fds point into `fds`
   UniqueFd fds[3];    // duplicates of the caller's stdio descriptors
 };
+
+namespace {
+
+constexpr std::string_view kContainerType = "io.kubernetes.cri.container-type";
+constexpr std::string_view kSandboxId = "io.kubernetes.cri.sandbox-id";
+
+// From `runsc list --format json`: the ids of the containers that joined
+// sandbox `id` (container-type "container", sandbox-id `id`).
+std::vector<std::string> JoinedContainers(const std::string& list_json, const std::string& id) {
+  std::vector<std::string> out;
+  auto list = nlohmann::json::parse(list_json, nullptr, /*allow_exceptions=*/false);
+  if (!list.is_array()) return out;
+  for (const auto& entry : list) {
+    if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_string()) continue;
+    const std::string& other = entry["id"].get_ref<const std::string&>();
+    auto annotations = entry.find("annotations");
+    if (other == id || annotations == entry.end() || !annotations->is_object()) continue;
+    auto type = annotations->find(kContainerType);
+    auto sandbox = annotations->find(kSandboxId);
+    if (type != annotations->end() && *type == "container" && sandbox != annotations->end() &&
+        *sandbox == id) {
+      out.push_back(other);
+    }
+  }
+  return out;
+}
+
+// Whether the container of `bundle` joins a sandbox: its config.json says
+// io.kubernetes.cri.container-type "container" (runsc reads the same).
+bool JoinsSandbox(const std::string& bundle) {
+  std::ifstream in(bundle + "/config.json");
+  auto spec = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!spec.is_object()) return false;
+  auto annotations = spec.find("annotations");
+  if (annotations == spec.end() || !annotations->is_object()) return false;
+  auto type = annotations->find(kContainerType);
+  return type != annotations->end() && *type == "container";
+}
+
+}  // namespace
 
 OciCliBackend::OciCliBackend(EventLoop& loop, Reaper& reaper, ArgvBuilder argv)
     : loop_(loop), reaper_(reaper), argv_(std::move(argv)) {}
@@ -95,40 +139,66 @@ void OciCliBackend::OnExit(uint64_t key, const Call& call, const LogCursor& log,
   done(std::move(status), std::move(r));
 }
 
-void OciCliBackend::Create(const CreateRequest& req, Done done) {
-  if (!req.checkpoint.empty()) {
-    // Restored at Start; keep our own copies of the stdio descriptors.
-    auto pending = std::make_shared<PendingRestore>();
-    pending->req = req;
-    int* fds[3] = {&pending->req.stdio.stdin_fd, &pending->req.stdio.stdout_fd,
-                   &pending->req.stdio.stderr_fd};
-    for (int i = 0; i < 3; ++i) {
-      if (*fds[i] < 0) continue;
-      pending->fds[i].reset(::fcntl(*fds[i], F_DUPFD_CLOEXEC, 0));
-      if (!pending->fds[i]) {
-        return PostDone(std::move(done),
-                        ErrnoError("dup", "stdio fd " + std::to_string(*fds[i]) + " of " + req.id));
-      }
-      *fds[i] = pending->fds[i].get();
+Result<std::shared_ptr<OciCliBackend::PendingStart>> OciCliBackend::Hold(const CreateRequest& req) {
+  auto pending = std::make_shared<PendingStart>();
+  pending->req = req;
+  int* fds[3] = {&pending->req.stdio.stdin_fd, &pending->req.stdio.stdout_fd,
+                 &pending->req.stdio.stderr_fd};
+  for (int i = 0; i < 3; ++i) {
+    if (*fds[i] < 0) continue;
+    pending->fds[i].reset(::fcntl(*fds[i], F_DUPFD_CLOEXEC, 0));
+    if (!pending->fds[i]) {
+      return ErrnoError("dup", "stdio fd " + std::to_string(*fds[i]) + " of " + req.id);
     }
-    pending_restores_[req.id] = std::move(pending);
-    return PostDone(std::move(done), Status());
+    *fds[i] = pending->fds[i].get();
+  }
+  return pending;
+}
+
+void OciCliBackend::Create(const CreateRequest& req, Done done) {
+  const bool restore = !req.checkpoint.empty();
+  if (argv_.flavour().joined_exit_from_wait && JoinsSandbox(req.bundle)) joined_.insert(req.id);
+  if (restore || argv_.flavour().stdio_at_start_too) {
+    // Keep our own copies of the stdio descriptors for Start.
+    auto pending = Hold(req);
+    if (!pending) return PostDone(std::move(done), pending.error());
+    pending_starts_[req.id] = std::move(*pending);
+    // Restored at Start: nothing runs now.
+    if (restore) return PostDone(std::move(done), Status());
   }
   Run(Call{.what = "create", .id = req.id, .argv = argv_.Create(req), .stdio = &req.stdio},
-      [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
+      [this, id = req.id, done = std::move(done)](Status s, CommandResult) {
+        if (!s.ok()) pending_starts_.erase(id);
+        done(std::move(s));
+      });
 }
 
 void OciCliBackend::Start(const std::string& id, Done done) {
-  if (auto it = pending_restores_.find(id); it != pending_restores_.end()) {
-    std::shared_ptr<PendingRestore> pending = std::move(it->second);
-    pending_restores_.erase(it);
-    return Restore(std::move(pending), std::move(done));
+  std::shared_ptr<PendingStart> pending;
+  if (auto it = pending_starts_.find(id); it != pending_starts_.end()) {
+    pending = std::move(it->second);
+    pending_starts_.erase(it);
+    if (!pending->req.checkpoint.empty()) return Restore(std::move(pending), std::move(done));
   }
-  Run(Call{.what = "start", .id = id, .argv = argv_.Start(id)},
-      [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
+  // Spawn hands the runtime its own copies of `pending`'s descriptors.
+  Run(Call{.what = "start",
+           .id = id,
+           .argv = argv_.Start(id),
+           .stdio = pending ? &pending->req.stdio : nullptr},
+      [this, id, done = std::move(done)](Status s, CommandResult) {
+        if (s.ok()) {
+          started_.insert(id);
+          if (auto it = waits_after_start_.find(id); it != waits_after_start_.end()) {
+            auto on_exit = std::move(it->second);
+            waits_after_start_.erase(it);
+            RunWait(id, std::move(on_exit));
+          }
+        }
+        done(std::move(s));
+      });
 }
 
-void OciCliBackend::Restore(std::shared_ptr<PendingRestore> pending, Done done) {
+void OciCliBackend::Restore(std::shared_ptr<PendingStart> pending, Done done) {
   // Spawn hands the runtime its own copies of the stdio descriptors; ours
   // close when `pending` goes, at the end of this call.
   const CreateRequest& req = pending->req;
@@ -153,11 +223,43 @@ void OciCliBackend::Kill(const std::string& id, int signal, bool all, Done done)
 }
 
 void OciCliBackend::Delete(const std::string& id, bool force, Done done) {
-  pending_restores_.erase(id);
+  pending_starts_.erase(id);
+  waits_after_start_.erase(id);
+  if (argv_.flavour().sandbox_deletes_last) return DeleteSandboxLast(id, force, std::move(done));
   Run(Call{.what = "delete", .id = id, .argv = argv_.Delete(id, force)},
       [done = std::move(done)](Status s, CommandResult) {
         // Already gone is what Delete wants.
         done(s.code() == Code::kNotFound ? Status() : std::move(s));
+      });
+}
+
+void OciCliBackend::DeleteSandboxLast(const std::string& id, bool force, Done done) {
+  // A sandbox that goes first would leave its containers' state behind, and
+  // `runsc delete` of those would then fail to reach the sandbox.
+  Run(Call{.what = "list", .id = id, .argv = argv_.List(), .reads_log = false},
+      [this, id, force, done = std::move(done)](Status s, CommandResult r) mutable {
+        std::vector<std::string> ids =
+            s.ok() ? JoinedContainers(r.out, id) : std::vector<std::string>{};
+        Argv last = argv_.Delete(id, force || !ids.empty());
+        DeleteEach(std::move(ids), [this, id, last = std::move(last),
+                                    done = std::move(done)](Status joined) mutable {
+          if (!joined.ok()) return done(joined.WithContext("delete sandbox " + id));
+          Run(Call{.what = "delete", .id = id, .argv = std::move(last)},
+              [done = std::move(done)](Status s, CommandResult) {
+                done(s.code() == Code::kNotFound ? Status() : std::move(s));
+              });
+        });
+      });
+}
+
+void OciCliBackend::DeleteEach(std::vector<std::string> ids, Done done) {
+  if (ids.empty()) return done(Status());
+  std::string id = std::move(ids.back());
+  ids.pop_back();
+  Run(Call{.what = "delete", .id = id, .argv = argv_.Delete(id, /*force=*/true)},
+      [this, ids = std::move(ids), done = std::move(done)](Status s, CommandResult) mutable {
+        if (!s.ok() && s.code() != Code::kNotFound) return done(std::move(s));
+        DeleteEach(std::move(ids), std::move(done));
       });
 }
 
@@ -172,6 +274,9 @@ void OciCliBackend::Resume(const std::string& id, Done done) {
 }
 
 void OciCliBackend::Update(const std::string& id, const std::string& resources_json, Done done) {
+  if (std::string_view why = argv_.flavour().no_update; !why.empty()) {
+    return PostDone(std::move(done), UnimplementedError("update " + id + ": " + std::string(why)));
+  }
   Run(Call{.what = "update", .id = id, .argv = argv_.Update(id), .stdin_data = resources_json},
       [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
 }
@@ -199,6 +304,10 @@ void OciCliBackend::Ps(const std::string& id,
 }
 
 void OciCliBackend::Checkpoint(const CheckpointRequest& req, Done done) {
+  if (std::string_view why = argv_.flavour().no_checkpoint; !why.empty()) {
+    return PostDone(std::move(done),
+                    UnimplementedError("checkpoint " + req.id + ": " + std::string(why)));
+  }
   CheckpointFrom(CheckpointStep::kProbeRuntime, req, std::move(done));
 }
 
@@ -251,6 +360,7 @@ void OciCliBackend::CheckpointFrom(CheckpointStep step, CheckpointRequest req, D
 
 void OciCliBackend::Stats(const std::string& id, pid_t init_pid,
                           std::function<void(Result<google::protobuf::Any>)> done) {
+  if (argv_.flavour().stats_from_events) return EventsStats(id, std::move(done));
   loop_.Post([id, init_pid, done = std::move(done)] {
     auto metrics = ContainerMetrics(init_pid);
     if (!metrics) return done(metrics.error().WithContext("stats " + id));
@@ -258,8 +368,52 @@ void OciCliBackend::Stats(const std::string& id, pid_t init_pid,
   });
 }
 
+void OciCliBackend::EventsStats(const std::string& id,
+                                std::function<void(Result<google::protobuf::Any>)> done) {
+  Run(Call{.what = "events --stats", .id = id, .argv = argv_.EventsStats(id)},
+      [id, done = std::move(done)](Status s, CommandResult r) {
+        if (!s.ok()) return done(std::move(s));
+        auto metrics = MetricsFromRunscStats(r.out);
+        if (!metrics) return done(metrics.error().WithContext("stats " + id));
+        google::protobuf::Any any;
+        any.set_type_url("io.containerd.cgroups.v1.Metrics");
+        if (!metrics->SerializeToString(any.mutable_value())) {
+          return done(InternalError("stats " + id + ": serialize metrics"));
+        }
+        done(std::move(any));
+      });
+}
+
+void OciCliBackend::WatchInitExit(const std::string& id, pid_t pid,
+                                  std::function<void(int exit_status)> on_exit) {
+  if (!joined_.contains(id)) {
+    reaper_.Watch(pid, [on_exit = std::move(on_exit)](int wait_status) {
+      on_exit(ExitStatusFromWait(wait_status));
+    });
+    return;
+  }
+  if (!started_.contains(id)) {
+    waits_after_start_[id] = std::move(on_exit);
+    return;
+  }
+  RunWait(id, std::move(on_exit));
+}
+
+void OciCliBackend::RunWait(const std::string& id, std::function<void(int)> on_exit) {
+  Run(Call{.what = "wait", .id = id, .argv = argv_.Wait(id), .reads_log = false},
+      [on_exit = std::move(on_exit)](Status s, CommandResult r) {
+        // A wait that fails (the sandbox died under it) has no status to
+        // give; 255 is what a lost process gets elsewhere in hull.
+        Result<int> status = s.ok() ? ExitStatusFromRunscWait(r.out) : Result<int>(255);
+        on_exit(status.value_or(255));
+      });
+}
+
 Result<EventHandle> OciCliBackend::WatchOom(const std::string& id, pid_t init_pid,
                                             std::function<void()> on_oom) {
+  if (std::string_view why = argv_.flavour().no_oom; !why.empty()) {
+    return UnimplementedError("watch OOM of " + id + ": " + std::string(why));
+  }
   auto handle = WatchContainerOom(loop_, init_pid, std::move(on_oom));
   if (!handle) return handle.error().WithContext("watch OOM of " + id);
   if (auto counter = ContainerOomCounter(init_pid)) oom_counter_ = std::move(*counter);

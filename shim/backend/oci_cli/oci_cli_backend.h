@@ -1,4 +1,4 @@
-// OciCliBackend: the Backend for OCI runtime CLIs (runc, crun). Each call runs
+// OciCliBackend: the Backend for OCI runtime CLIs (runc, crun, runsc). Each call runs
 // the runtime as a child process (Command) on the shim's loop; its exit and
 // output come back as loop events and become the call's Status, carrying the
 // runtime's own error message. The backend owns the runtime processes in
@@ -10,7 +10,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "base/command.h"
 #include "shim/backend/backend.h"
@@ -45,6 +47,10 @@ class OciCliBackend final : public Backend {
   Result<EventHandle> WatchOom(const std::string& id, pid_t init_pid,
                                std::function<void()> on_oom) override;
   Result<uint64_t> OomKillCount(const std::string& id) override;
+  // The reaper reports the init, except for a runsc container that joined
+  // a sandbox: `runsc wait <id>`, run once Start has succeeded.
+  void WatchInitExit(const std::string& id, pid_t pid,
+                     std::function<void(int exit_status)> on_exit) override;
   std::string name() const override { return std::string(argv_.flavour().name); }
 
  private:
@@ -73,9 +79,17 @@ class OciCliBackend final : public Backend {
   void PostDone(Done done, Status status);
   Result<int> DevNull();
 
-  // A Create with a checkpoint, waiting for Start.
-  struct PendingRestore;
-  void Restore(std::shared_ptr<PendingRestore> pending, Done done);
+  // What Create leaves for Start: the request with copies of its stdio
+  // descriptors, for a restore (Create had a checkpoint) or for a runtime
+  // that attaches stdio at `start` (runsc's containers that join a sandbox).
+  struct PendingStart;
+  Result<std::shared_ptr<PendingStart>> Hold(const CreateRequest& req);
+  void Restore(std::shared_ptr<PendingStart> pending, Done done);
+  // runsc: deletes the containers that joined sandbox `id`, then `id`.
+  void DeleteSandboxLast(const std::string& id, bool force, Done done);
+  void DeleteEach(std::vector<std::string> ids, Done done);
+  void RunWait(const std::string& id, std::function<void(int)> on_exit);
+  void EventsStats(const std::string& id, std::function<void(Result<google::protobuf::Any>)> done);
 
   enum class CheckpointStep { kProbeRuntime, kCheckCriu, kDump };
   void CheckpointFrom(CheckpointStep step, CheckpointRequest req, Done done);
@@ -86,8 +100,14 @@ class OciCliBackend final : public Backend {
   UniqueFd dev_null_;  // stdio of container processes given no descriptor
   uint64_t next_call_ = 0;
   std::map<uint64_t, std::unique_ptr<Command>> calls_;
-  std::map<std::string, std::shared_ptr<PendingRestore>> pending_restores_;
-  std::optional<Status> can_checkpoint_;  // result of the runtime probe
+  std::map<std::string, std::shared_ptr<PendingStart>> pending_starts_;
+  std::optional<Status> can_checkpoint_;
+  // runsc: containers that joined a sandbox, and their exit watchers that
+  // wait for Start (`runsc wait` of an unstarted container fails).
+  std::set<std::string> joined_;
+  std::set<std::string> started_;
+  std::map<std::string, std::function<void(int)>>
+      waits_after_start_;  // result of the runtime probe
 };
 
 }  // namespace hull::shim::oci_cli

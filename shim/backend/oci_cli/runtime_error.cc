@@ -43,17 +43,55 @@ std::string Expand(std::string_view pattern, std::string_view state_dir) {
   return Lower(out);
 }
 
+// Removes the next `{...}` (braces inside JSON strings do not count) from the
+// front of `text`, skipping what comes before it, and returns it. A line
+// that is not JSON ends at its newline. Empty when no object is left.
+std::string_view NextJsonObject(std::string_view& text) {
+  size_t start = text.find('{');
+  if (start == std::string_view::npos) {
+    text = {};
+    return {};
+  }
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = start; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && --depth == 0) {
+      std::string_view object = text.substr(start, i + 1 - start);
+      text.remove_prefix(i + 1);
+      return object;
+    } else if (c == '\n' && depth <= 1) {
+      break;  // not JSON after all (or cut short): resync on the next line
+    }
+  }
+  // Unbalanced: drop through the end of the line and try again from there.
+  size_t nl = text.find('\n', start);
+  std::string_view broken =
+      text.substr(start, nl == std::string_view::npos ? text.npos : nl - start);
+  text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+  return broken;
+}
+
 }  // namespace
 
 std::string LastLoggedError(std::string_view json_lines) {
   std::string last;
   while (!json_lines.empty()) {
-    size_t nl = json_lines.find('\n');
-    std::string_view line = json_lines.substr(0, nl);
-    json_lines.remove_prefix(nl == std::string_view::npos ? json_lines.size() : nl + 1);
-    line = Trim(line);
-    if (line.empty() || line.front() != '{') continue;
-    auto entry = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    // One top-level object: runc and crun end each with a newline, runsc
+    // writes them back to back, so split on the braces, not on lines.
+    std::string_view entry_text = NextJsonObject(json_lines);
+    if (entry_text.empty()) break;
+    auto entry = nlohmann::json::parse(entry_text, nullptr, /*allow_exceptions=*/false);
     if (!entry.is_object()) continue;
     auto level = entry.find("level");
     auto msg = entry.find("msg");
