@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cri/runtime/v1/api.pb.h"
@@ -120,6 +121,12 @@ class CriTest : public ::testing::Test {
         {.enable_cri = true, .runtime_handlers_toml = HandlersToml()}, &error);
     ASSERT_NE(containerd_, nullptr) << error;
     ASSERT_TRUE(containerd_->ImportImages("k8s.io", &error)) << error;
+    // runsc's sandbox, which has dropped its capabilities, mounts its chroot
+    // in containerd's temp dir (the shim's TMPDIR): it must be able to reach
+    // it through the test's directories (mkdtemp made them 0700).
+    for (const std::string& dir : {containerd_->dir(), containerd_->dir() + "/tmp", config_dir_}) {
+      fs::permissions(dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+    }
     cri_ = std::make_unique<CriClient>(containerd_->address());
     // The CRI plugin learns about imported images from containerd's events.
     ASSERT_TRUE(WaitUntil(
@@ -144,16 +151,30 @@ class CriTest : public ::testing::Test {
     if (!config_dir_.empty()) fs::remove_all(config_dir_);
   }
 
-  // Runtime handlers besides the harness's "hull": "hull-pod", whose hull
-  // config (runtimeoptions ConfigPath) sizes the pod cgroup and accounts the
-  // shim to it.
+  // Runtime handlers besides the harness's "hull", each with a hull config
+  // file named by its runtimeoptions ConfigPath (docs/config.md):
+  // - "hull-pod" sizes the pod cgroup and accounts the shim to it;
+  // - "hull-runsc" runs the pod in one gVisor sandbox, with runsc's state
+  //   under the test's directory. network = "none": Debian's runsc (2022)
+  //   decides it is in the host's network namespace when
+  //   /proc/sys/net/core/rmem_default exists, which on kernels that made that
+  //   sysctl per namespace (this host's 6.x) is true in the pod's namespace
+  //   too, so "sandbox" fails with "cannot run with network enabled in root
+  //   network namespace" (docs/backends.md).
   std::string HandlersToml() {
-    const std::string pod_config = config_dir_ + "/hull-pod.toml";
-    std::ofstream(pod_config) << "[sizing]\npod_cgroup_limits = true\nshim_in_pod_cgroup = true\n";
-    const std::string table = "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.hull-pod";
-    return table + "]\n  runtime_type = \"io.containerd.hull.v2\"\n" + table +
-           ".options]\n  ConfigPath = \"" + pod_config + "\"\n";
+    auto handler = [&](const std::string& name, const std::string& config) {
+      const std::string path = config_dir_ + "/" + name + ".toml";
+      std::ofstream(path) << config;
+      const std::string table =
+          "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes." + name;
+      return table + "]\n  runtime_type = \"io.containerd.hull.v2\"\n" + table +
+             ".options]\n  ConfigPath = \"" + path + "\"\n";
+    };
+    return handler("hull-pod", "[sizing]\npod_cgroup_limits = true\nshim_in_pod_cgroup = true\n") +
+           handler("hull-runsc", "runtime = \"runsc\"\nroot = \"" + RunscRoot() +
+                                     "\"\n[runsc_config]\nnetwork = \"none\"\n");
   }
+  std::string RunscRoot() const { return config_dir_ + "/runsc"; }
 
   // A PodSandboxConfig as kubelet sends it (1.23+: linux.resources).
   json PodConfig(const std::string& name, bool host_network) const {
@@ -184,11 +205,15 @@ class CriTest : public ::testing::Test {
 
   std::string StartContainer(const std::string& pod, const json& pod_config,
                              const std::string& name) {
-    json config = {{"metadata", {{"name", name}}},
-                   {"image", {{"image", kBusybox}}},
-                   {"command", {"sleep", "3600"}},
-                   {"log_path", name + ".log"},
-                   {"linux", json::object()}};
+    json config = {
+        {"metadata", {{"name", name}}},
+        {"image", {{"image", kBusybox}}},
+        // Some CPU work first, so that every runtime's CPU
+        // accounting (gVisor's counts whole ticks) shows usage.
+        {"command",
+         {"sh", "-c", "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; exec sleep 3600"}},
+        {"log_path", name + ".log"},
+        {"linux", json::object()}};
     CriReply created =
         cri_->Call("CreateContainer",
                    {{"pod_sandbox_id", pod}, {"config", config}, {"sandbox_config", pod_config}});
@@ -260,14 +285,23 @@ class CriTest : public ::testing::Test {
   std::vector<std::string> sockets_before_;
 };
 
-// The pod containerd's CRI plugin runs through hull, on the pod network
-// (false) or the host's (true).
-class CriPodTest : public CriTest, public ::testing::WithParamInterface<bool> {};
+// The pod containerd's CRI plugin runs through a hull runtime handler: "hull"
+// (runc) on the pod network or the host's, and "hull-runsc" (one gVisor
+// sandbox per pod) on the pod network (runsc refuses the host's network
+// namespace here).
+struct PodCase {
+  const char* name;
+  const char* handler;
+  bool host_network;
+};
+
+class CriPodTest : public CriTest, public ::testing::WithParamInterface<PodCase> {};
 
 TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
-  const bool host_network = GetParam();
+  const bool host_network = GetParam().host_network;
+  const bool runsc = std::string_view(GetParam().handler) == "hull-runsc";
   const json pod_config = PodConfig(host_network ? "hostnet" : "podnet", host_network);
-  const std::string pod = RunPod(pod_config);
+  const std::string pod = RunPod(pod_config, GetParam().handler);
   ASSERT_FALSE(pod.empty());
 
   // hull received containerd's four sizing annotations...
@@ -318,10 +352,26 @@ TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
   ASSERT_FALSE(c2.empty());
   std::vector<pid_t> shims = HullShims();
   ASSERT_EQ(shims.size(), 1u);
-  for (const std::string& id : {pod, c1, c2}) {
-    pid_t pid = TaskPid(id);
-    ASSERT_GT(pid, 0) << id;
-    EXPECT_EQ(ParentPid(pid), shims[0]) << "task " << id << " is not the pod shim's child";
+  if (runsc) {
+    // One gVisor sandbox holds the pod: one runsc-sandbox process, the
+    // shim's child, and runsc lists all three containers.
+    std::vector<pid_t> sandboxes;
+    for (pid_t p : ProcessesMatching("runsc-sandbox")) {
+      if (Cmdline(p).find(pod) != std::string::npos) sandboxes.push_back(p);
+    }
+    ASSERT_EQ(sandboxes.size(), 1u);
+    EXPECT_EQ(ParentPid(sandboxes[0]), shims[0]);
+    CommandResult list = RunCommand({"runsc", "--root", RunscRoot() + "/k8s.io", "list"});
+    ASSERT_TRUE(list.ok()) << list.Describe();
+    for (const std::string& id : {pod, c1, c2}) {
+      EXPECT_NE(list.out.find(id), std::string::npos) << id << " not in\n" << list.out;
+    }
+  } else {
+    for (const std::string& id : {pod, c1, c2}) {
+      pid_t pid = TaskPid(id);
+      ASSERT_GT(pid, 0) << id;
+      EXPECT_EQ(ParentPid(pid), shims[0]) << "task " << id << " is not the pod shim's child";
+    }
   }
 
   CriReply exec =
@@ -341,11 +391,17 @@ TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
   EXPECT_GT(U64(s["memory"]["working_set_bytes"]["value"]), 0u) << s.dump();
 
   RemovePodAndCheckNothingLeft(pod);
+  if (runsc) {
+    CommandResult list = RunCommand({"runsc", "--root", RunscRoot() + "/k8s.io", "list"});
+    EXPECT_EQ(list.out.find(pod), std::string::npos) << list.out;
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Network, CriPodTest, ::testing::Bool(), [](const auto& info) {
-  return info.param ? "HostNetwork" : "PodNetwork";
-});
+INSTANTIATE_TEST_SUITE_P(Handlers, CriPodTest,
+                         ::testing::Values(PodCase{"PodNetwork", "hull", false},
+                                           PodCase{"HostNetwork", "hull", true},
+                                           PodCase{"RunscPodNetwork", "hull-runsc", false}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // The handler whose hull config asks for it ([sizing] pod_cgroup_limits,
 // shim_in_pod_cgroup): on cgroup v2 the pod cgroup (the pod's cgroup_parent)
