@@ -4,7 +4,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "base/file_util.h"
 #include "base/spawn.h"
@@ -33,6 +35,29 @@ containerd::v1::types::Status StatusEnum(ProcessState state) {
     case ProcessState::kDeleted: return containerd::v1::types::STOPPED;
   }
   return containerd::v1::types::UNKNOWN;
+}
+
+// `done`, answered with `fallback` if it is dropped uncalled: the backend,
+// and with it the callbacks of runtime calls still running, goes when a
+// deleted container is dropped. A Kill whose `runc kill` is still running
+// when the killed init's exit has led containerd to delete the container
+// must still get its answer (CRI's StopPodSandbox failed on "ttrpc: no
+// reply" otherwise).
+Container::Done AnswerIfDropped(Container::Done done, Status fallback) {
+  struct Guard {
+    Container::Done done;
+    Status fallback;
+    ~Guard() {
+      if (done) done(std::move(fallback));
+    }
+  };
+  auto guard = std::make_shared<Guard>();
+  guard->done = std::move(done);
+  guard->fallback = std::move(fallback);
+  return [guard](Status status) {
+    Container::Done answer = std::exchange(guard->done, nullptr);
+    if (answer) answer(std::move(status));
+  };
 }
 
 }  // namespace
@@ -382,7 +407,9 @@ void Container::Kill(const std::string& exec_id, uint32_t signal, bool all, Done
   HULL_ASSIGN_OR_ANSWER(Process * process, Find(exec_id), done);
   if (process->exited()) return done(NotFoundError("process already finished"));
   if (process->is_init()) {
-    backend_->Kill(id_, static_cast<int>(signal), all, std::move(done));
+    // Dropped with the container: the init is gone, which is what was asked.
+    backend_->Kill(id_, static_cast<int>(signal), all,
+                   AnswerIfDropped(std::move(done), Status::Ok()));
     return;
   }
   if (process->state() == ProcessState::kCreated) {

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,7 +95,8 @@ class ShimDirectTest : public ::testing::Test {
   }
 
   // Runs the shim's `start` in `bundle` the way containerd does and connects.
-  void StartShim(const std::string& id, const std::string& bundle) {
+  void StartShim(const std::string& id, const std::string& bundle,
+                 const std::string& hull_config = "") {
     // containerd keeps the log FIFO open for reading; so do we.
     log_reader_.reset(::open((bundle + "/log").c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
     std::string shim = HullShimDir() + "/containerd-shim-hull-v2";
@@ -102,7 +104,9 @@ class ShimDirectTest : public ::testing::Test {
         {"sh", "-c",
          "cd " + bundle + " && exec " + shim + " -namespace hulldirect -address " + dir_ +
              "/containerd.sock -publish-binary /usr/bin/containerd -id " + id + " start"},
-        30s, "", {"TTRPC_ADDRESS=" + dir_ + "/containerd.sock.ttrpc"});
+        30s, "",
+        {"TTRPC_ADDRESS=" + dir_ + "/containerd.sock.ttrpc",
+         "HULL_CONFIG=" + (hull_config.empty() ? dir_ + "/no-such-config.toml" : hull_config)});
     ASSERT_TRUE(r.ok()) << r.Describe();
     ASSERT_EQ(r.err, "");
     address_ = r.out;
@@ -278,6 +282,51 @@ TEST_F(ShimDirectTest, WrongCallsGetTheRightCodesAndEventsComeInOrder) {
   EXPECT_TRUE(Call<Empty>("Shutdown", tv2::ShutdownRequest()).has_value());
   EXPECT_TRUE(WaitUntil([&] { return ProcessesMatching(dir_).empty(); }, 10s));
   EXPECT_FALSE(fs::exists(address_.substr(7)));
+}
+
+// A Kill whose runtime call is still running when the init's exit has led
+// to Delete (CRI does that at once, on the exit event) is still answered:
+// the container and its backend are dropped, the Kill's answer is not.
+// runc stands behind a wrapper whose `kill` answers 2 s after the signal.
+TEST_F(ShimDirectTest, KillStillRunningWhenTheContainerIsDeletedIsAnswered) {
+  const std::string wrapper = dir_ + "/runc-slowkill";
+  std::ofstream(wrapper)
+      << "#!/bin/sh\n"
+         "for a; do\n"
+         "  if [ \"$a\" = kill ]; then runc \"$@\"; rc=$?; sleep 2; exit $rc; fi\n"
+         "done\n"
+         "exec runc \"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  const std::string config = dir_ + "/hull.toml";
+  std::ofstream(config) << "runtime = \"" << wrapper << "\"\nroot = \"" << dir_ << "/runc-root\"\n";
+
+  std::string bundle = MakeBundle("victim", {"sleep", "100"});
+  StartShim("victim", bundle, config);
+  ASSERT_TRUE(Call<tv2::CreateTaskResponse>("Create", CreateRequest("victim", bundle)).has_value());
+  tv2::StartRequest start;
+  start.set_id("victim");
+  ASSERT_TRUE(Call<tv2::StartResponse>("Start", start).has_value());
+
+  tv2::KillRequest kill;
+  kill.set_id("victim");
+  kill.set_signal(SIGKILL);
+  std::optional<Result<Empty>> killed;
+  ttrpc::CallOptions options;
+  options.deadline = loop_->Now() + 20s;
+  options.metadata.emplace_back("containerd-namespace-ttrpc", "hulldirect");
+  client_->CallUnary<Empty>(kTask, "Kill", kill, options,
+                            [&](Result<Empty> r) { killed = std::move(r); });
+  ASSERT_TRUE(WaitForTopic("/tasks/exit"));
+  EXPECT_FALSE(killed.has_value()) << "the wrapper's kill should still be running";
+  tv2::DeleteRequest del;
+  del.set_id("victim");
+  auto deleted = Call<tv2::DeleteResponse>("Delete", del);
+  ASSERT_TRUE(deleted.has_value()) << deleted.error().ToString();
+  EXPECT_EQ(deleted->exit_status(), 137u);
+  loop_->RunUntil([&] { return killed.has_value(); }, 10s);
+  ASSERT_TRUE(killed.has_value()) << "Kill never answered";
+  EXPECT_TRUE(killed->has_value()) << killed->error().ToString();
+  EXPECT_TRUE(Call<Empty>("Shutdown", tv2::ShutdownRequest()).has_value());
 }
 
 TEST_F(ShimDirectTest, ShortLivedInitExitsAfterItsStartEvent) {
