@@ -759,6 +759,55 @@ TEST_P(HullCtrTest, KilledShimLeavesNoPodCgroup) {
   }
 }
 
+// A pause container whose `start` joined a live shim (spawned for another
+// container of its group): Task.Create prepares the pod cgroup and moves
+// the running shim into its leaf, and the shim leaves it at exit.
+TEST_P(HullCtrTest, PauseContainerJoiningALiveShimGetsThePodCgroupAtCreate) {
+  if (IsRunsc()) GTEST_SKIP() << "runsc puts an app container into its pod's sandbox: pause first";
+  std::ofstream(config_) << ConfigText()
+                         << "[sizing]\npod_cgroup_limits = true\nshim_in_pod_cgroup = true\n";
+  const std::string pod = "hulljoin-" + std::to_string(::getpid());
+  const fs::path pod_dir = fs::path("/sys/fs/cgroup") / pod;
+  const std::vector<std::string> group = {"--annotation", "io.kubernetes.cri.sandbox-id=j1"};
+  std::vector<std::string> flags = {"-d", "--annotation",
+                                    "io.kubernetes.cri.container-type=container"};
+  flags.insert(flags.end(), group.begin(), group.end());
+  ASSERT_TRUE(Run(flags, "first", {"sleep", "1000"}).ok());
+  const auto shims = Shims();
+  ASSERT_EQ(shims.size(), 1u);
+  flags = {"-d",
+           "--cgroup",
+           "/" + pod + "/j1",
+           "--annotation",
+           "io.kubernetes.cri.container-type=sandbox",
+           "--annotation",
+           "io.kubernetes.cri.sandbox-memory=67108864"};
+  flags.insert(flags.end(), group.begin(), group.end());
+  CommandResult r = Run(flags, "j1", {"sleep", "1000"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_EQ(Shims(), shims);  // joined, no second shim
+  if (CgroupV2()) {
+    EXPECT_TRUE(fs::exists(Bundle("j1") + "/hull-pod-cgroup.json"));
+    EXPECT_EQ(ReadWord(pod_dir / "memory.max"), "67108864");
+    EXPECT_EQ(CgroupDir(shims[0], "memory"), (pod_dir / "hull-shim").string());
+    EXPECT_EQ(CgroupDir(Task("j1").first, "memory"), (pod_dir / "j1").string());
+  } else {
+    EXPECT_FALSE(fs::exists(Bundle("j1") + "/hull-pod-cgroup.json"));
+  }
+  RemoveContainer("j1");
+  RemoveContainer("first");
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 20s));
+  EXPECT_TRUE(WaitUntil([&] { return !fs::exists(pod_dir); }, 20s)) << pod_dir;
+  if (!CgroupV2()) {
+    std::error_code ec;
+    for (const auto& h : fs::directory_iterator("/sys/fs/cgroup", ec)) {
+      std::error_code ignored;  // runc's parent directories in each v1 hierarchy
+      fs::remove(h.path() / pod / "j1", ignored);
+      fs::remove(h.path() / pod, ignored);
+    }
+  }
+}
+
 // An app container (or a pause container without a parent cgroup) gets no
 // size record.
 TEST_P(HullCtrTest, OnlyThePauseContainerIsSized) {
