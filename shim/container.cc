@@ -10,10 +10,13 @@
 
 #include "base/file_util.h"
 #include "base/spawn.h"
+#include "cgroups/cgroups.h"
 #include "containerd/events/task.pb.h"
 #include "containerd/runc/v1/options.pb.h"
 #include "oci/spec.h"
 #include "shim/mount/mount.h"
+#include "shim/pod/pod_cgroup.h"
+#include "shim/pod/pod_cgroup_setup.h"
 #include "shim/pod/pod_size.h"
 
 namespace hull::shim {
@@ -104,6 +107,8 @@ void Container::Create(const tv2::CreateTaskRequest& request, Reply<pid_t> done)
   auto pod_size = RecordPodSize(bundle_, spec->Annotations(), options_.sizing.policy, ctx_.log,
                                 "create " + id_);
   if (!pod_size) return FailCreate(pod_size.error(), std::move(done));
+  Status pod_cgroup = JoinPodCgroup(*spec, *pod_size);
+  if (!pod_cgroup.ok()) return FailCreate(pod_cgroup, std::move(done));
   // Only a pid namespace of its own (no path to join) dies with the init.
   shares_pid_namespace_ = true;
   for (const auto& ns : spec->Namespaces()) {
@@ -176,6 +181,54 @@ void Container::Create(const tv2::CreateTaskRequest& request, Reply<pid_t> done)
           done(init_->pid());
         });
       });
+}
+
+Status Container::JoinPodCgroup(const oci::Spec& spec, const std::optional<oci::PodSize>& size) {
+  if (ctx_.pod_cgroup == nullptr) return Status::Ok();
+  if (!size) {
+    // Another container of the pod: its bundle gets the server's record too,
+    // so that whichever `delete` runs last after a crash removes the pod
+    // cgroup hull created (the pause container's may run first).
+    if (ctx_.pod_cgroup->has_value() && (*ctx_.pod_cgroup)->created_pod) {
+      Status written = WritePodCgroupFile(bundle_, **ctx_.pod_cgroup);
+      if (!written.ok()) ctx_.log.Warn("create {}: {}", id_, written.ToString());
+    }
+    return Status::Ok();
+  }
+  // `start` prepared it when it spawned this server for this bundle.
+  if (::access((bundle_ + "/" + std::string(kPodCgroupFile)).c_str(), F_OK) == 0) {
+    return Status::Ok();
+  }
+  if (ctx_.pod_cgroup->has_value()) {
+    ctx_.log.Warn("create {}: pod cgroup left alone: this server is in pod cgroup {} already", id_,
+                  (*ctx_.pod_cgroup)->pod);
+    return Status::Ok();
+  }
+  auto own_cgroup = []() -> Result<std::string> {
+    HULL_ASSIGN_OR_RETURN(cgroups::ProcessCgroups own, cgroups::ReadProcessCgroups(::getpid()));
+    if (!own.unified) return FailedPreconditionError("this process has no cgroup v2 path");
+    return *own.unified;
+  };
+  HULL_ASSIGN_OR_RETURN(
+      std::optional<PodCgroupSetup> setup,
+      SetUpPodCgroup("create " + id_, spec.CgroupsPath(), options_, size, own_cgroup, ctx_.log));
+  if (!setup) return Status::Ok();
+  auto undo = [&] { LeavePodCgroup(setup->placement, ::getpid(), setup->cgroupfs).IgnoreError(); };
+  if (!setup->placement.shim_leaf.empty()) {
+    Status placed = PlaceShim(setup->placement, ::getpid(), setup->cgroupfs);
+    if (!placed.ok()) {
+      undo();
+      return placed.WithContext("place the shim in the pod cgroup");
+    }
+  }
+  // `delete` cleans up from it if this server is killed.
+  Status written = WritePodCgroupFile(bundle_, setup->placement);
+  if (!written.ok()) {
+    undo();
+    return written;
+  }
+  *ctx_.pod_cgroup = std::move(setup->placement);
+  return Status::Ok();
 }
 
 void Container::FailCreate(Status status, Reply<pid_t> done) {

@@ -13,6 +13,8 @@
 #include <string>
 
 #include "containerd/task/v2/shim.pb.h"
+#include "oci/sizing.h"
+#include "oci/spec.h"
 #include "shim/backend/backend.h"
 #include "shim/config/config.h"
 #include "shim/context.h"
@@ -63,6 +65,11 @@ class Container {
 
  private:
   void OnCreated(Status status, Reply<pid_t> done);
+  // For a pause container whose `start` did not prepare the pod cgroup (it
+  // joined a live server): prepares it now and moves this server into its
+  // leaf (docs/sizing.md). For the pod's other containers: the record, for
+  // `delete`, when hull created the pod cgroup.
+  Status JoinPodCgroup(const oci::Spec& spec, const std::optional<oci::PodSize>& size);
   void FailCreate(Status status, Reply<pid_t> done);
   void StartExec(Process* process, Reply<pid_t> done);
   void WatchExit(Process* process);

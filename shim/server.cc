@@ -44,7 +44,8 @@ std::string SocketPath(int fd) {
 
 // The pod cgroup `start` placed this server in, from the record it left in
 // the bundle (our working directory); nullopt for none. Read at startup:
-// containerd removes the bundle before the server exits.
+// containerd removes the bundle before the server exits. (Task.Create may
+// place the server later: ShimContext::pod_cgroup.)
 std::optional<PodCgroupPlacement> ReadPlacement(const Logger& log) {
   Result<PodCgroupPlacement> placement = ReadPodCgroupFile(std::string(kPodCgroupFile));
   if (placement) return *placement;
@@ -93,8 +94,13 @@ int RunServer(const ServerArgs& args) {
   Reaper& reaper = **reaper_or;
 
   EventPublisher publisher(loop, log, MakeForwardSink(loop, args.ttrpc_address, args.ns));
-  ShimContext ctx{
-      .loop = loop, .reaper = reaper, .log = log, .publisher = publisher, .ns = args.ns};
+  std::optional<PodCgroupPlacement> placement = ReadPlacement(log);
+  ShimContext ctx{.loop = loop,
+                  .reaper = reaper,
+                  .log = log,
+                  .publisher = publisher,
+                  .ns = args.ns,
+                  .pod_cgroup = &placement};
 
   std::string socket_path = SocketPath(args.listen_fd);
   ttrpc::ServerOptions server_options;
@@ -132,7 +138,6 @@ int RunServer(const ServerArgs& args) {
     log.Error("watch signals failed");
     return 1;
   }
-  std::optional<PodCgroupPlacement> placement = ReadPlacement(log);
   log.Info("serving namespace {} id {}", args.ns, args.id);
   Status ran = loop.Run();
   if (!ran.ok()) log.Error("{}", ran.ToString());

@@ -68,7 +68,7 @@ int RunAction(const CommandLine& cmd, const Environment& env, const ActionBacken
       std::string bundle = cmd.bundle.empty() ? CurrentDirectory() : cmd.bundle;
       Logger log = OpenBundleLog(bundle, cmd.debug);
       WarnUnknownFlags(cmd, log);
-      DeleteRequest req{cmd, env, std::move(bundle), backend.force_delete, nullptr};
+      DeleteRequest req{cmd, env, std::move(bundle), backend.force_delete, nullptr, {}};
       return Emit(RunDelete(req, log));
     }
     case Action::kServe: break;

@@ -20,6 +20,7 @@
 #include "shim/config/start_input.h"
 #include "shim/mount/mountinfo.h"
 #include "shim/pod/pod_cgroup.h"
+#include "shim/pod/pod_cgroup_setup.h"
 #include "shim/pod/pod_size.h"
 
 extern char** environ;
@@ -103,51 +104,6 @@ Result<std::string> ServerOrigin(const ShimConfig& config) {
   return *own.unified;
 }
 
-// For a pause container with [sizing] pod_cgroup_limits or
-// shim_in_pod_cgroup: the prepared pod cgroup (docs/sizing.md). nullopt when
-// nothing is to be done here, each case said in the log.
-Result<std::optional<PodCgroupPlacement>> PreparePod(const std::string& id, const oci::Spec& spec,
-                                                     const ShimConfig& config,
-                                                     const std::optional<oci::PodSize>& size,
-                                                     const Logger& log) {
-  const PodSizing& sizing = config.sizing;
-  if (!size || (!sizing.pod_cgroup_limits && !sizing.shim_in_pod_cgroup)) return std::nullopt;
-  Result<cgroups::Host> host = cgroups::DetectHost();
-  if (!host) return host.error().WithContext("pod cgroup");
-  if (host->mode != cgroups::Mode::kUnified) {
-    log.Info(
-        "start {}: pod cgroup left alone: hull sizes it and places the shim in it on cgroup "
-        "v2 only (this host: {})",
-        id, cgroups::ModeName(host->mode));
-    return std::nullopt;
-  }
-  HULL_ASSIGN_OR_RETURN(std::optional<std::string> pod,
-                        PodCgroupPath(spec.CgroupsPath(), config.runtime.systemd_cgroup));
-  if (!pod) {
-    log.Info("start {}: pod cgroup left alone: cgroupsPath \"{}\" has no parent cgroup", id,
-             spec.CgroupsPath());
-    return std::nullopt;
-  }
-  std::optional<cgroups::Resources> limits;
-  if (sizing.pod_cgroup_limits) limits = PodCgroupResources(*size);
-  HULL_ASSIGN_OR_RETURN(PodCgroupPlacement placement,
-                        PreparePodCgroup(*pod, limits, host->unified->mount_point));
-  if (sizing.shim_in_pod_cgroup) {
-    placement.shim_leaf = *pod + "/" + std::string(kShimLeaf);
-    Result<std::string> origin = ServerOrigin(config);
-    if (!origin) {
-      placement.shim_leaf.clear();
-      RemovePlacementCgroups(placement, host->unified->mount_point).IgnoreError();
-      return origin.error().WithContext("pod cgroup");
-    }
-    placement.origin = *origin;
-  }
-  log.Info("start {}: pod cgroup {}{}{}{}", id, *pod, placement.created_pod ? " (created)" : "",
-           limits ? " sized" : "", placement.shim_leaf.empty() ? "" : ", shim in ",
-           placement.shim_leaf);
-  return std::optional<PodCgroupPlacement>(std::move(placement));
-}
-
 }  // namespace
 
 std::string SelfExecutable() {
@@ -203,6 +159,7 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
   pid_t child = -1;
   bool wrote_address = false;
   std::optional<PodCgroupPlacement> pod;
+  std::string cgroupfs;
   ScopeGuard undo([&] {
     if (child > 0) {
       ::kill(child, SIGKILL);
@@ -213,10 +170,7 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
     if (wrote_address) ::unlink((req.bundle + "/address").c_str());
     if (pod) {
       // The server is gone: only the leaf and a pod cgroup hull made remain.
-      Result<cgroups::Host> host = cgroups::DetectHost();
-      if (host && host->unified) {
-        RemovePlacementCgroups(*pod, host->unified->mount_point).IgnoreError();
-      }
+      RemovePlacementCgroups(*pod, cgroupfs).IgnoreError();
       ::unlink((req.bundle + "/" + std::string(kPodCgroupFile)).c_str());
     }
   });
@@ -224,10 +178,14 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
   HULL_RETURN_IF_ERROR_CTX(WriteAddressFile(req.bundle, address), "start");
   wrote_address = true;
 
-  Result<std::optional<PodCgroupPlacement>> prepared =
-      PreparePod(req.cmd.id, *spec, *config, *pod_size, log);
+  Result<std::optional<PodCgroupSetup>> prepared = SetUpPodCgroup(
+      "start " + req.cmd.id, spec->CgroupsPath(), *config, *pod_size,
+      [&config] { return ServerOrigin(*config); }, log);
   if (!prepared) return prepared.error().WithContext("start");
-  pod = std::move(*prepared);
+  if (*prepared) {
+    pod = std::move((*prepared)->placement);
+    cgroupfs = std::move((*prepared)->cgroupfs);
+  }
   // Before the server starts: it reads the record to leave at exit.
   if (pod) HULL_RETURN_IF_ERROR_CTX(WritePodCgroupFile(req.bundle, *pod), "start");
 
@@ -246,9 +204,7 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
   child = *pid;
 
   if (pod && !pod->shim_leaf.empty()) {
-    Result<cgroups::Host> host = cgroups::DetectHost();
-    if (!host) return host.error().WithContext("start: place the shim");
-    HULL_RETURN_IF_ERROR_CTX(PlaceShim(*pod, child, host->unified->mount_point),
+    HULL_RETURN_IF_ERROR_CTX(PlaceShim(*pod, child, cgroupfs),
                              "start: place the shim in the pod cgroup");
   } else if (!config->shim_cgroup.empty()) {
     Result<std::vector<MountInfo>> mounts = ReadMountInfo();

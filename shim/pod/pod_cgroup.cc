@@ -24,7 +24,9 @@ fs::path Dir(const fs::path& cgroupfs, std::string_view cgroup) {
 // rmdir; a directory already gone is fine.
 Status RemoveDir(const fs::path& dir) {
   if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return Status::Ok();
-  if (errno == EBUSY) {
+  // cgroupfs says EBUSY for a cgroup with processes or children; a plain
+  // directory (tests' trees) ENOTEMPTY.
+  if (errno == EBUSY || errno == ENOTEMPTY) {
     return FailedPreconditionError("remove cgroup " + dir.string() + ": still in use");
   }
   return ErrnoError("rmdir", dir.string());
@@ -116,6 +118,27 @@ Status RemovePlacementCgroups(const PodCgroupPlacement& placement, const fs::pat
     if (first.ok()) first = std::move(pod);
   }
   return first;
+}
+
+Status RemoveLeftPodCgroups(const PodCgroupPlacement& placement, const fs::path& cgroupfs) {
+  if (!placement.shim_leaf.empty()) {
+    const fs::path leaf = Dir(cgroupfs, placement.shim_leaf);
+    Result<std::string> procs = ReadFile((leaf / "cgroup.procs").string());
+    if (procs && procs->find_first_not_of(" \n") != std::string::npos) {
+      return FailedPreconditionError("shim cgroup " + placement.shim_leaf +
+                                     ": the server is still in it (it leaves at exit)");
+    }
+    HULL_RETURN_IF_ERROR(RemoveDir(leaf));
+  }
+  if (placement.created_pod) {
+    Status pod = RemoveDir(Dir(cgroupfs, placement.pod));
+    if (pod.code() == Code::kFailedPrecondition) {
+      return FailedPreconditionError("pod cgroup " + placement.pod +
+                                     ": still has the pod's other containers in it");
+    }
+    return pod;
+  }
+  return Status::Ok();
 }
 
 Status WritePodCgroupFile(const std::string& bundle, const PodCgroupPlacement& placement) {

@@ -4,8 +4,9 @@
 // runtime creates that container: creates it if missing (remembering that it
 // did), writes the pod's size into cpu.max / cpu.weight / memory.max, and can
 // put the long-lived server into the leaf <pod>/hull-shim so the pod pays for
-// its shim. The server leaves at exit and removes what hull created. The plan
-// is stored in <bundle>/hull-pod-cgroup.json between the two processes.
+// its shim. The server leaves at exit and removes what hull created; `delete`
+// removes what a killed server left. The plan is stored in
+// <bundle>/hull-pod-cgroup.json between the processes.
 // Ordering and the config keys: docs/sizing.md. Blocking cgroupfs writes.
 #pragma once
 
@@ -70,6 +71,18 @@ Status LeavePodCgroup(const PodCgroupPlacement& placement, pid_t self,
 // for undoing a failed `start` after its server was killed.
 Status RemovePlacementCgroups(const PodCgroupPlacement& placement,
                               const std::filesystem::path& cgroupfs);
+
+// For `delete` (a separate process, after a server died or exited): removes
+// what a server that did not leave left behind, moving and killing nothing.
+// If the leaf still holds a process (a live server, which leaves at exit),
+// nothing is touched: FailedPrecondition. Else the leaf is removed, then the
+// pod cgroup if hull created it; a pod cgroup that still has children (the
+// pod's other containers) stays: FailedPrecondition. The kernel refuses to
+// rmdir a cgroup with processes or children (EBUSY), so a process that
+// enters between the check and the rmdir is never orphaned. A cgroup already
+// gone is fine.
+Status RemoveLeftPodCgroups(const PodCgroupPlacement& placement,
+                            const std::filesystem::path& cgroupfs);
 
 // <bundle>/hull-pod-cgroup.json, written atomically; read back (NotFound
 // when absent, InvalidArgument when malformed).

@@ -678,6 +678,136 @@ TEST_P(HullCtrTest, PauseContainerGetsThePodSizeAndThePodCgroup) {
   }
 }
 
+// A SIGKILLed shim runs none of its exit path. containerd still reports
+// the pod's exits (137, from hull's `delete`), and those `delete`s remove
+// what the shim left on cgroup v2: the empty hull-shim leaf and the pod
+// cgroup hull created, whichever of the pod's two containers containerd
+// cleans up last. On cgroup v1 hull never made either.
+TEST_P(HullCtrTest, KilledShimLeavesNoPodCgroup) {
+  std::ofstream(config_) << ConfigText() << "[sizing]\nshim_in_pod_cgroup = true\n";
+  const std::string pod = "hullkill-" + std::to_string(::getpid());
+  const fs::path pod_dir = fs::path("/sys/fs/cgroup") / pod;
+  CommandResult r = Run({"-d", "--cgroup", "/" + pod + "/k1", "--annotation",
+                         "io.kubernetes.cri.container-type=sandbox", "--annotation",
+                         "io.kubernetes.cri.sandbox-id=k1"},
+                        "k1", {"sleep", "1000"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  r = Run({"-d", "--cgroup", "/" + pod + "/a1", "--annotation",
+           "io.kubernetes.cri.container-type=container", "--annotation",
+           "io.kubernetes.cri.sandbox-id=k1"},
+          "a1", {"sleep", "1000"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  const pid_t pause = Task("k1").first;
+  const pid_t app = Task("a1").first;
+  ASSERT_GT(pause, 0);
+  ASSERT_GT(app, 0);
+  const auto shims = Shims();
+  ASSERT_EQ(shims.size(), 1u);  // one shim for the pod
+  const bool record = fs::exists(Bundle("k1") + "/hull-pod-cgroup.json");
+  if (CgroupV2()) {
+    // The shim sits in the leaf, beside the containers, in a pod cgroup
+    // hull created; both bundles say so for `delete`.
+    EXPECT_TRUE(record);
+    EXPECT_TRUE(fs::exists(Bundle("a1") + "/hull-pod-cgroup.json"));
+    EXPECT_EQ(CgroupDir(shims[0], "memory"), (pod_dir / "hull-shim").string());
+    EXPECT_EQ(CgroupDir(pause, "memory"), (pod_dir / "k1").string());
+    EXPECT_EQ(CgroupDir(app, "memory"), (pod_dir / "a1").string());
+  } else {
+    // v1: no record, and the shim is not moved into the pod's directories.
+    EXPECT_FALSE(record);
+    EXPECT_EQ(CgroupDir(shims[0], "memory").find(pod), std::string::npos);
+  }
+
+  auto events = StartEvents();
+  ASSERT_NE(events, nullptr);
+  ASSERT_EQ(::kill(shims[0], SIGKILL), 0);
+  EXPECT_TRUE(events->WaitForOutput("\"container_id\":\"k1\"", 30s)) << events->Output();
+  EXPECT_TRUE(WaitUntil(
+      [&] { return !ProcessAlive(pause) && !ProcessAlive(app) && Shims().empty(); }, 30s));
+  // Both containers' exits, as 137 (what hull's `delete` answered).
+  auto exited_137 = [&](const std::string& id) {
+    std::istringstream lines(events->Output());
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("/tasks/exit") != std::string::npos &&
+          line.find("\"container_id\":\"" + id + "\"") != std::string::npos &&
+          line.find("\"exit_status\":137") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(WaitUntil([&] { return exited_137("k1") && exited_137("a1"); }, 30s))
+      << events->Output();
+  events->Stop();
+  for (const char* id : {"a1", "k1"}) {
+    Ctr({"task", "rm", id});
+    Ctr({"container", "rm", id});
+  }
+
+  // containerd ran hull's `delete` for both before it published the exits.
+  EXPECT_FALSE(fs::exists(pod_dir / "hull-shim"));
+  EXPECT_FALSE(fs::exists(pod_dir)) << pod_dir;
+  if (!CgroupV2()) {
+    std::error_code ec;
+    for (const auto& h : fs::directory_iterator("/sys/fs/cgroup", ec)) {
+      EXPECT_FALSE(fs::exists(h.path() / pod / "hull-shim")) << h.path();
+      std::error_code ignored;  // runc's parent directories in each v1 hierarchy
+      fs::remove(h.path() / pod / "k1", ignored);
+      fs::remove(h.path() / pod / "a1", ignored);
+      fs::remove(h.path() / pod, ignored);
+    }
+  }
+}
+
+// A pause container whose `start` joined a live shim (spawned for another
+// container of its group): Task.Create prepares the pod cgroup and moves
+// the running shim into its leaf, and the shim leaves it at exit.
+TEST_P(HullCtrTest, PauseContainerJoiningALiveShimGetsThePodCgroupAtCreate) {
+  if (IsRunsc()) GTEST_SKIP() << "runsc puts an app container into its pod's sandbox: pause first";
+  std::ofstream(config_) << ConfigText()
+                         << "[sizing]\npod_cgroup_limits = true\nshim_in_pod_cgroup = true\n";
+  const std::string pod = "hulljoin-" + std::to_string(::getpid());
+  const fs::path pod_dir = fs::path("/sys/fs/cgroup") / pod;
+  const std::vector<std::string> group = {"--annotation", "io.kubernetes.cri.sandbox-id=j1"};
+  std::vector<std::string> flags = {"-d", "--annotation",
+                                    "io.kubernetes.cri.container-type=container"};
+  flags.insert(flags.end(), group.begin(), group.end());
+  ASSERT_TRUE(Run(flags, "first", {"sleep", "1000"}).ok());
+  const auto shims = Shims();
+  ASSERT_EQ(shims.size(), 1u);
+  flags = {"-d",
+           "--cgroup",
+           "/" + pod + "/j1",
+           "--annotation",
+           "io.kubernetes.cri.container-type=sandbox",
+           "--annotation",
+           "io.kubernetes.cri.sandbox-memory=67108864"};
+  flags.insert(flags.end(), group.begin(), group.end());
+  CommandResult r = Run(flags, "j1", {"sleep", "1000"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_EQ(Shims(), shims);  // joined, no second shim
+  if (CgroupV2()) {
+    EXPECT_TRUE(fs::exists(Bundle("j1") + "/hull-pod-cgroup.json"));
+    EXPECT_EQ(ReadWord(pod_dir / "memory.max"), "67108864");
+    EXPECT_EQ(CgroupDir(shims[0], "memory"), (pod_dir / "hull-shim").string());
+    EXPECT_EQ(CgroupDir(Task("j1").first, "memory"), (pod_dir / "j1").string());
+  } else {
+    EXPECT_FALSE(fs::exists(Bundle("j1") + "/hull-pod-cgroup.json"));
+  }
+  RemoveContainer("j1");
+  RemoveContainer("first");
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 20s));
+  EXPECT_TRUE(WaitUntil([&] { return !fs::exists(pod_dir); }, 20s)) << pod_dir;
+  if (!CgroupV2()) {
+    std::error_code ec;
+    for (const auto& h : fs::directory_iterator("/sys/fs/cgroup", ec)) {
+      std::error_code ignored;  // runc's parent directories in each v1 hierarchy
+      fs::remove(h.path() / pod / "j1", ignored);
+      fs::remove(h.path() / pod, ignored);
+    }
+  }
+}
+
 // An app container (or a pause container without a parent cgroup) gets no
 // size record.
 TEST_P(HullCtrTest, OnlyThePauseContainerIsSized) {

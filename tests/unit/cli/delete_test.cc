@@ -11,6 +11,7 @@
 
 #include "containerd/task/v2/shim.pb.h"
 #include "shim/config/config.h"
+#include "shim/pod/pod_cgroup.h"
 
 namespace hull::shim {
 namespace {
@@ -122,6 +123,67 @@ TEST_F(DeleteTest, BundleAlreadyGoneStillSucceeds) {
   EXPECT_EQ(call_.options.binary_name, "runc");
   // And again: idempotent.
   EXPECT_TRUE(RunDelete(Request(), Logger::Null()).has_value());
+}
+
+// A pause container's bundle after its server was SIGKILLed: the empty
+// hull-shim leaf and the pod cgroup hull created are removed.
+TEST_F(DeleteTest, RemovesTheKilledServersPodCgroups) {
+  const fs::path cgroupfs = root_ / "cgroup";
+  fs::create_directories(cgroupfs / "pod1/hull-shim");
+  ASSERT_TRUE(WritePodCgroupFile(bundle_.string(), {.pod = "/pod1",
+                                                    .created_pod = true,
+                                                    .shim_leaf = "/pod1/hull-shim",
+                                                    .origin = "/system.slice"})
+                  .ok());
+  DeleteRequest req = Request();
+  req.cgroupfs = cgroupfs.string();
+  auto out = RunDelete(req, Logger::Null());
+  ASSERT_TRUE(out.has_value()) << out.error().ToString();
+  EXPECT_EQ(Decode(*out).exit_status(), 137u);
+  EXPECT_FALSE(fs::exists(cgroupfs / "pod1"));
+  EXPECT_TRUE(fs::is_directory(cgroupfs));
+  // Again (containerd runs delete after every task deletion): still fine.
+  EXPECT_TRUE(RunDelete(req, Logger::Null()).has_value());
+}
+
+// A live server in the leaf, or a pod cgroup hull did not create: left
+// alone, and delete still succeeds.
+TEST_F(DeleteTest, LeavesALiveServersLeafAndAPodCgroupNotOurs) {
+  const fs::path cgroupfs = root_ / "cgroup";
+  fs::create_directories(cgroupfs / "pod1/hull-shim");
+  std::ofstream(cgroupfs / "pod1/hull-shim/cgroup.procs") << "4242\n";
+  ASSERT_TRUE(
+      WritePodCgroupFile(
+          bundle_.string(),
+          {.pod = "/pod1", .created_pod = true, .shim_leaf = "/pod1/hull-shim", .origin = "/"})
+          .ok());
+  DeleteRequest req = Request();
+  req.cgroupfs = cgroupfs.string();
+  ASSERT_TRUE(RunDelete(req, Logger::Null()).has_value());
+  EXPECT_TRUE(fs::exists(cgroupfs / "pod1/hull-shim/cgroup.procs"));
+
+  fs::remove(cgroupfs / "pod1/hull-shim/cgroup.procs");  // the server exited
+  ASSERT_TRUE(
+      WritePodCgroupFile(
+          bundle_.string(),
+          {.pod = "/pod1", .created_pod = false, .shim_leaf = "/pod1/hull-shim", .origin = "/"})
+          .ok());
+  ASSERT_TRUE(RunDelete(req, Logger::Null()).has_value());
+  EXPECT_FALSE(fs::exists(cgroupfs / "pod1/hull-shim"));
+  EXPECT_TRUE(fs::is_directory(cgroupfs / "pod1"));  // kubelet's, say
+}
+
+// A record hull did not write (a leaf that is not hull's name) removes
+// nothing; delete still answers.
+TEST_F(DeleteTest, ForeignPodCgroupRecordRemovesNothing) {
+  const fs::path cgroupfs = root_ / "cgroup";
+  fs::create_directories(cgroupfs / "pod1/other");
+  std::ofstream(bundle_ / "hull-pod-cgroup.json")
+      << R"({"pod":"/pod1","created_pod":true,"shim_leaf":"/pod1/other","origin":"/"})";
+  DeleteRequest req = Request();
+  req.cgroupfs = cgroupfs.string();
+  ASSERT_TRUE(RunDelete(req, Logger::Null()).has_value());
+  EXPECT_TRUE(fs::is_directory(cgroupfs / "pod1/other"));
 }
 
 TEST_F(DeleteTest, NeedsNamespaceAndId) {

@@ -125,6 +125,62 @@ TEST_F(PodCgroupTest, CreateFailureRemovesWhatItCreated) {
   EXPECT_FALSE(fs::exists(root_ / "pod3"));
 }
 
+// `delete` after the server was SIGKILLed: its leaf is empty, and the pod
+// cgroup hull created goes too.
+TEST_F(PodCgroupTest, KilledServersLeftoversAreRemoved) {
+  PodCgroupPlacement p{
+      .pod = "/pod4", .created_pod = true, .shim_leaf = "/pod4/hull-shim", .origin = "/"};
+  fs::create_directories(root_ / "pod4/hull-shim");
+  Status removed = RemoveLeftPodCgroups(p, root_);
+  EXPECT_TRUE(removed.ok()) << removed.ToString();
+  EXPECT_FALSE(fs::exists(root_ / "pod4"));
+  // Idempotent: `delete` runs again after every task deletion.
+  EXPECT_TRUE(RemoveLeftPodCgroups(p, root_).ok());
+
+  // A pod cgroup hull did not create keeps existing; only the leaf goes.
+  p.created_pod = false;
+  fs::create_directories(root_ / "pod4/hull-shim");
+  EXPECT_TRUE(RemoveLeftPodCgroups(p, root_).ok());
+  EXPECT_FALSE(fs::exists(root_ / "pod4/hull-shim"));
+  EXPECT_TRUE(fs::is_directory(root_ / "pod4"));
+}
+
+// A server still alive in its leaf: nothing is moved, killed or removed.
+TEST_F(PodCgroupTest, LiveServersLeafIsLeftToIt) {
+  PodCgroupPlacement p{
+      .pod = "/pod5", .created_pod = true, .shim_leaf = "/pod5/hull-shim", .origin = "/"};
+  Write("pod5/hull-shim/cgroup.procs", "4242\n");
+  Status removed = RemoveLeftPodCgroups(p, root_);
+  EXPECT_EQ(removed.code(), Code::kFailedPrecondition) << removed.ToString();
+  EXPECT_EQ(Read("pod5/hull-shim/cgroup.procs"), "4242\n");
+  EXPECT_TRUE(fs::is_directory(root_ / "pod5"));
+  EXPECT_EQ(Read("cgroup.procs"), "");  // nobody moved to the origin
+
+  // Exited (cgroup.procs empty): the leaf can go; a real cgroupfs lets rmdir
+  // remove a cgroup with its interface files, this tree needs them gone.
+  Write("pod5/hull-shim/cgroup.procs", "");
+  fs::remove(root_ / "pod5/hull-shim/cgroup.procs");
+  EXPECT_TRUE(RemoveLeftPodCgroups(p, root_).ok());
+  EXPECT_FALSE(fs::exists(root_ / "pod5"));
+}
+
+// The pod's other containers are still in the pod cgroup: it stays, the
+// empty leaf goes.
+TEST_F(PodCgroupTest, PodWithOtherContainersStays) {
+  PodCgroupPlacement p{
+      .pod = "/pod6", .created_pod = true, .shim_leaf = "/pod6/hull-shim", .origin = "/"};
+  fs::create_directories(root_ / "pod6/hull-shim");
+  fs::create_directories(root_ / "pod6/app1");
+  Status removed = RemoveLeftPodCgroups(p, root_);
+  EXPECT_EQ(removed.code(), Code::kFailedPrecondition) << removed.ToString();
+  EXPECT_FALSE(fs::exists(root_ / "pod6/hull-shim"));
+  EXPECT_TRUE(fs::is_directory(root_ / "pod6/app1"));
+  // Once that container's cgroup is gone, the next `delete` removes the pod.
+  fs::remove(root_ / "pod6/app1");
+  EXPECT_TRUE(RemoveLeftPodCgroups(p, root_).ok());
+  EXPECT_FALSE(fs::exists(root_ / "pod6"));
+}
+
 TEST_F(PodCgroupTest, RecordRoundTripAndValidation) {
   PodCgroupPlacement p{.pod = "/kubepods/pod1",
                        .created_pod = true,
