@@ -142,7 +142,6 @@ class CriTest : public ::testing::Test {
     for (char& c : cgroup_parent_) {
       if (c == '/' && &c != &cgroup_parent_[0]) c = '-';
     }
-    sockets_before_ = SocketsUnder("/run/containerd/s");
   }
 
   void TearDown() override {
@@ -257,6 +256,11 @@ class CriTest : public ::testing::Test {
   // With `hull_removes_parent`, hull created the pod's cgroup_parent and must
   // have removed it itself by the time its shim is gone.
   void RemovePodAndCheckNothingLeft(const std::string& pod, bool hull_removes_parent = false) {
+    // The pod shim's socket, as `start` wrote it into the pause bundle
+    // ("unix:///run/containerd/s/<hash>").
+    std::string socket = ReadText(Bundle(pod) + "/address");
+    ASSERT_EQ(socket.rfind("unix://", 0), 0u) << socket;
+    socket = socket.substr(7);
     CriReply stop = cri_->Call("StopPodSandbox", {{"pod_sandbox_id", pod}});
     ASSERT_TRUE(stop.ok) << stop.error << "\n" << containerd_->LogTail();
     CriReply remove = cri_->Call("RemovePodSandbox", {{"pod_sandbox_id", pod}});
@@ -266,7 +270,7 @@ class CriTest : public ::testing::Test {
         << "hull shim still running after RemovePodSandbox";
     EXPECT_TRUE(ProcessesMatching(pod).empty()) << "a process still names the pod " << pod;
     EXPECT_EQ(MountsUnder(containerd_->dir()), std::vector<std::string>{});
-    EXPECT_EQ(SocketsUnder("/run/containerd/s"), sockets_before_);
+    EXPECT_FALSE(fs::exists(socket)) << socket;
     EXPECT_FALSE(fs::exists(Bundle(pod)));
     std::vector<std::string> cgroups = CgroupsUnder(cgroup_parent_);
     EXPECT_TRUE(cgroups.empty()) << "left: " << cgroups.front();
@@ -282,7 +286,6 @@ class CriTest : public ::testing::Test {
   std::unique_ptr<PrivateContainerd> containerd_;
   std::unique_ptr<CriClient> cri_;
   std::string cgroup_parent_;
-  std::vector<std::string> sockets_before_;
 };
 
 // The pod containerd's CRI plugin runs through a hull runtime handler: "hull"
