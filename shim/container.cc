@@ -217,8 +217,9 @@ void Container::OnExit(Process* process, int exit_status) {
     // An OOM kill is counted before the victim dies; the notification may
     // still be on its way. TaskOOM must precede TaskExit.
     if (oom_watch_.active()) PublishNewOomKills(/*notified=*/false);
-    bool execs_live =
-        std::any_of(execs_.begin(), execs_.end(), [](const auto& e) { return e.second->live(); });
+    bool execs_live = std::any_of(execs_.begin(), execs_.end(), [](const auto& e) {
+      return e.second->live() || e.second->start_in_flight;
+    });
     if (execs_live) {
       // The init's exit is published after every exec's. Without a pid
       // namespace of its own the execs do not die with the init: kill them.
@@ -236,7 +237,7 @@ void Container::OnExit(Process* process, int exit_status) {
 void Container::MaybePublishInitExit() {
   if (!init_exit_pending_) return;
   for (const auto& [exec_id, exec] : execs_) {
-    if (exec->live()) return;
+    if (exec->live() || exec->start_in_flight) return;
   }
   init_exit_pending_.reset();
   PublishExit(init_.get());
@@ -345,6 +346,21 @@ void Container::StartExec(Process* process, Reply<pid_t> done) {
 
   std::weak_ptr<bool> alive = alive_;
   std::string exec_id = process->exec_id();
+  // Every answer from here on goes through `done`, which ends the start.
+  process->start_in_flight = true;
+  done = [this, alive, exec_id, done = std::move(done)](Result<pid_t> result) {
+    if (alive.expired()) return;
+    if (auto found = Find(exec_id)) {
+      (*found)->start_in_flight = false;
+      // The init exited while this exec was starting: a started exec dies
+      // with it unless the pid namespace is shared; a failed one is done.
+      if (init_exit_pending_ && (*found)->live() && shares_pid_namespace_) {
+        backend_->Kill(id_, SIGKILL, true, [](Status) {});
+      }
+    }
+    done(std::move(result));
+    if (!alive.expired()) MaybePublishInitExit();
+  };
   ProcessIo::Create(ctx_.loop, ctx_.reaper, process->stdio(),
                     StdioContext{.container_id = id_,
                                  .ns = ctx_.ns,

@@ -731,11 +731,21 @@ TEST_P(HullCtrTest, PauseContainerGetsThePodSizeAndThePodCgroup) {
 // An app container (or a pause container without a parent cgroup) gets no
 // size record.
 TEST_P(HullCtrTest, OnlyThePauseContainerIsSized) {
-  ASSERT_TRUE(Run({"-d", "--annotation", "io.kubernetes.cri.container-type=container"}, "a1",
-                  {"sleep", "1000"})
-                  .ok());
+  std::vector<std::string> flags = {"-d", "--annotation",
+                                    "io.kubernetes.cri.container-type=container"};
+  if (IsRunsc()) {
+    // runsc's app container joins its pod's sandbox, which must exist.
+    ASSERT_TRUE(Run({"-d", "--annotation", "io.kubernetes.cri.container-type=sandbox",
+                     "--annotation", "io.kubernetes.cri.sandbox-id=p1"},
+                    "p1", {"sleep", "1000"})
+                    .ok());
+    flags.insert(flags.end(), {"--annotation", "io.kubernetes.cri.sandbox-id=p1"});
+  }
+  CommandResult r = Run(flags, "a1", {"sleep", "1000"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
   EXPECT_FALSE(fs::exists(Bundle("a1") + "/hull-pod-size.json"));
   RemoveContainer("a1");
+  if (IsRunsc()) RemoveContainer("p1");
 }
 
 // runsc: a pause container and a container that joins it by the CRI
