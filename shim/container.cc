@@ -295,8 +295,9 @@ void Container::OnExit(Process* process, int exit_status) {
     // An OOM kill is counted before the victim dies; the notification may
     // still be on its way. TaskOOM must precede TaskExit.
     if (oom_watch_.active()) PublishNewOomKills(/*notified=*/false);
-    bool execs_live =
-        std::any_of(execs_.begin(), execs_.end(), [](const auto& e) { return e.second->live(); });
+    bool execs_live = std::any_of(execs_.begin(), execs_.end(), [](const auto& e) {
+      return e.second->live() || e.second->start_in_flight;
+    });
     if (execs_live) {
       // The init's exit is published after every exec's. Without a pid
       // namespace of its own the execs do not die with the init: kill them.
@@ -314,7 +315,7 @@ void Container::OnExit(Process* process, int exit_status) {
 void Container::MaybePublishInitExit() {
   if (!init_exit_pending_) return;
   for (const auto& [exec_id, exec] : execs_) {
-    if (exec->live()) return;
+    if (exec->live() || exec->start_in_flight) return;
   }
   init_exit_pending_.reset();
   PublishExit(init_.get());
@@ -342,7 +343,7 @@ void Container::Start(const std::string& exec_id, Reply<pid_t> done) {
   std::weak_ptr<bool> alive = alive_;
   backend_->Start(id_, [this, alive, done = std::move(done)](Status status) {
     if (alive.expired()) return;
-    if (!status.ok()) return done(status.WithContext("start " + id_));
+    if (!status.ok()) return FailStart(std::move(status), std::move(done));
     if (init_->pid() == 0) {  // restored from a checkpoint: the pid is known now
       auto pid = ReadPidFile(bundle_ + "/init.pid");
       if (!pid) return done(pid.error().WithContext("start " + id_));
@@ -360,6 +361,29 @@ void Container::Start(const std::string& exec_id, Reply<pid_t> done) {
       OnExit(init_.get(), *early);
     done(init_->pid());
   });
+}
+
+void Container::FailStart(Status status, Reply<pid_t> done) {
+  // runsc creates the sandbox (and loads nothing) at `create`, so a missing
+  // executable fails `start` and leaves a created container with a live
+  // sandbox process behind; runc's `start` can fail the same way, rarely.
+  std::weak_ptr<bool> alive = alive_;
+  backend_->Delete(
+      id_, /*force=*/true,
+      [this, alive, status = std::move(status), done = std::move(done)](Status deleted) mutable {
+        if (alive.expired()) return;
+        if (!deleted.ok()) {
+          ctx_.log.Warn("start {} failed, and ending it in the runtime failed too: {}", id_,
+                        deleted.ToString());
+        } else if (init_->state() == ProcessState::kCreated) {
+          // Ended by the force delete: reported as killed. A later reaper
+          // notification of the same process finds start_published unset and
+          // is only stored.
+          init_->RecordExit(128 + SIGKILL);
+          PublishExit(init_.get());
+        }
+        done(status.WithContext("start " + id_));
+      });
 }
 
 Status Container::AddExec(const tv2::ExecProcessRequest& request) {
@@ -400,6 +424,21 @@ void Container::StartExec(Process* process, Reply<pid_t> done) {
 
   std::weak_ptr<bool> alive = alive_;
   std::string exec_id = process->exec_id();
+  // Every answer from here on goes through `done`, which ends the start.
+  process->start_in_flight = true;
+  done = [this, alive, exec_id, done = std::move(done)](Result<pid_t> result) {
+    if (alive.expired()) return;
+    if (auto found = Find(exec_id)) {
+      (*found)->start_in_flight = false;
+      // The init exited while this exec was starting: a started exec dies
+      // with it unless the pid namespace is shared; a failed one is done.
+      if (init_exit_pending_ && (*found)->live() && shares_pid_namespace_) {
+        backend_->Kill(id_, SIGKILL, true, [](Status) {});
+      }
+    }
+    done(std::move(result));
+    if (!alive.expired()) MaybePublishInitExit();
+  };
   ProcessIo::Create(ctx_.loop, ctx_.reaper, process->stdio(),
                     StdioContext{.container_id = id_,
                                  .ns = ctx_.ns,
@@ -540,44 +579,62 @@ void Container::Delete(const std::string& exec_id, Reply<tv2::DeleteResponse> do
 
 void Container::DeleteInit(Reply<tv2::DeleteResponse> done) {
   std::weak_ptr<bool> alive = alive_;
-  auto after_drain = [this, alive, done = std::move(done)]() mutable {
+  const bool never_started = init_->state() == ProcessState::kCreated;
+  // The runtime's delete, then `finish` (with the delete's status).
+  auto runtime_delete = [this, alive, never_started](std::function<void(Status)> finish) {
     if (alive.expired()) return;
-    bool never_started = init_->state() == ProcessState::kCreated;
-    backend_->Delete(id_, never_started, [this, alive, done = std::move(done)](Status status) {
-      if (alive.expired()) return;
-      if (!status.ok()) return done(status.WithContext("delete " + id_));
-      init_->set_io(nullptr);
-      oom_watch_.Reset();
-      Status unmounted = Unmount();
-      if (!unmounted.ok()) return done(unmounted.WithContext("delete " + id_));
-      if (!init_->exited() && init_->pid() > 0) {
-        // A created init that never ran: the runtime has killed it.
-        ctx_.reaper.Discard(init_->pid());
-        init_->RecordExit(128 + SIGKILL);
-      }
-      for (auto& [exec_id, exec] : execs_) {
-        if (exec->pid() > 0 && !exec->exited()) ctx_.reaper.Discard(exec->pid());
-      }
-      init_->TransitionTo(ProcessState::kDeleted).IgnoreError();
-      deleted_ = true;
-      ev::TaskDelete event;
-      event.set_container_id(id_);
-      event.set_pid(static_cast<uint32_t>(init_->pid()));
-      event.set_exit_status(init_->exit_status());
-      *event.mutable_exited_at() = init_->exited_at();
-      ctx_.publisher.Publish("/tasks/delete", "containerd.events.TaskDelete", event);
-      tv2::DeleteResponse r;
-      r.set_pid(static_cast<uint32_t>(init_->pid()));
-      r.set_exit_status(init_->exit_status());
-      *r.mutable_exited_at() = init_->exited_at();
-      done(r);
-    });
+    backend_->Delete(id_, never_started, std::move(finish));
   };
-  if (init_->io() != nullptr) {
-    init_->io()->Drain(kDrainTimeout, std::move(after_drain));
-  } else {
-    after_drain();
+  // The output copied out (at most kDrainTimeout), then `next`.
+  auto drain = [this, alive](std::function<void()> next) {
+    if (alive.expired()) return;
+    if (init_->io() == nullptr) return next();
+    init_->io()->Drain(kDrainTimeout, std::move(next));
+  };
+  auto finish = [this, alive, done = std::move(done)](Status status) mutable {
+    if (alive.expired()) return;
+    if (!status.ok()) return done(status.WithContext("delete " + id_));
+    init_->set_io(nullptr);
+    oom_watch_.Reset();
+    Status unmounted = Unmount();
+    if (!unmounted.ok()) return done(unmounted.WithContext("delete " + id_));
+    if (!init_->exited() && init_->pid() > 0) {
+      // A created init that never ran: the runtime has killed it.
+      ctx_.reaper.Discard(init_->pid());
+      init_->RecordExit(128 + SIGKILL);
+    }
+    for (auto& [exec_id, exec] : execs_) {
+      if (exec->pid() > 0 && !exec->exited()) ctx_.reaper.Discard(exec->pid());
+    }
+    init_->TransitionTo(ProcessState::kDeleted).IgnoreError();
+    deleted_ = true;
+    ev::TaskDelete event;
+    event.set_container_id(id_);
+    event.set_pid(static_cast<uint32_t>(init_->pid()));
+    event.set_exit_status(init_->exit_status());
+    *event.mutable_exited_at() = init_->exited_at();
+    ctx_.publisher.Publish("/tasks/delete", "containerd.events.TaskDelete", event);
+    tv2::DeleteResponse r;
+    r.set_pid(static_cast<uint32_t>(init_->pid()));
+    r.set_exit_status(init_->exit_status());
+    *r.mutable_exited_at() = init_->exited_at();
+    done(r);
+  };
+  if (never_started) {
+    // A created init that never ran has written nothing, and its process
+    // holds the output open until the runtime ends it (runsc's sandbox
+    // holds it from `create`, before a failed `start`): draining first would
+    // only wait out kDrainTimeout. End it, then collect what is left.
+    return runtime_delete([drain, finish = std::move(finish)](Status status) mutable {
+      drain([finish = std::move(finish), status = std::move(status)]() mutable {
+        finish(std::move(status));
+      });
+    });
   }
+  // An exited init: its output is complete once copied out; delete after.
+  drain([runtime_delete, finish = std::move(finish)]() mutable {
+    runtime_delete(std::move(finish));
+  });
 }
 
 // ---- Pause / Resume / Update / Pids / Stats / Checkpoint / IO ----

@@ -71,6 +71,10 @@ class Container {
   // `delete`, when hull created the pod cgroup.
   Status JoinPodCgroup(const oci::Spec& spec, const std::optional<oci::PodSize>& size);
   void FailCreate(Status status, Reply<pid_t> done);
+  // A failed start of the init: the runtime's container is ended (force
+  // delete) and the init reported stopped, so that containerd can delete the
+  // task (it refuses a created task that has a pid).
+  void FailStart(Status status, Reply<pid_t> done);
   void StartExec(Process* process, Reply<pid_t> done);
   void WatchExit(Process* process);
   // Publishes /tasks/oom for every OOM kill in the container's cgroup.

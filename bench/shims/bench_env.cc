@@ -1,5 +1,6 @@
 #include "bench/shims/bench_env.h"
 
+#include <filesystem>
 #include <thread>
 
 #include "bench/shims/measure.h"
@@ -52,11 +53,29 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::Create(const BenchOptions& options) 
   if (!WriteWholeFile(crun_config, "runtime = \"crun\"\n")) {
     return InternalError("write " + crun_config);
   }
+  // runsc: its state under this containerd's directory, no network (ctr
+  // sets up none, and runsc refuses the host's), as the integration tests
+  // run it. Its sandbox mounts its chroot under containerd's temp dir, which
+  // must be searchable by others (mkdtemp made it 0700).
+  const std::string dir = env->containerd_->dir();
+  const std::string runsc_config = dir + "/hull-runsc.toml";
+  if (!WriteWholeFile(runsc_config, "runtime = \"runsc\"\nroot = \"" + dir +
+                                        "/runsc\"\n[runsc_config]\nnetwork = \"none\"\n")) {
+    return InternalError("write " + runsc_config);
+  }
+  for (const std::string& d : {dir, dir + "/tmp"}) {
+    std::error_code ec;
+    std::filesystem::permissions(
+        d, std::filesystem::perms::group_exec | std::filesystem::perms::others_exec,
+        std::filesystem::perm_options::add, ec);
+    if (ec) return InternalError("chmod " + d + ": " + ec.message());
+  }
   const std::string hull = shim_dir + "/containerd-shim-hull-v2";
   env->variants_ = {
       {Kind::kHull, "hull/runc", "io.containerd.hull.v2", "", hull},
       {Kind::kGo, "Go/runc", "io.containerd.runc.v2", "", kGoShim},
       {Kind::kHullCrun, "hull/crun", "io.containerd.hull.v2", crun_config, hull},
+      {Kind::kHullRunsc, "hull/runsc", "io.containerd.hull.v2", runsc_config, hull},
   };
   return env;
 }

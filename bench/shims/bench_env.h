@@ -1,6 +1,6 @@
 // BenchEnv: one private containerd (from the integration-test harness) with
 // the busybox image, and the shim variants under test on it: hull driving
-// runc, containerd's Go runc shim, and hull driving crun. Everything the
+// runc, containerd's Go runc shim, hull driving crun and hull driving runsc. Everything the
 // phases do to containerd goes through here, so every variant is run the
 // same way. Single thread.
 #pragma once
@@ -16,8 +16,8 @@
 namespace hull::bench {
 
 // The columns of the report, in order.
-enum class Kind { kHull = 0, kGo = 1, kHullCrun = 2 };
-inline constexpr int kKinds = 3;
+enum class Kind { kHull = 0, kGo = 1, kHullCrun = 2, kHullRunsc = 3 };
+inline constexpr int kKinds = 4;
 
 struct Variant {
   Kind kind;

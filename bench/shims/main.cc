@@ -1,6 +1,6 @@
 // bench_shims: hull against containerd's Go runc shim (containerd-shim-runc-v2)
 // on one private containerd, with the same runc and busybox rootfs,
-// alternating between them; also hull driving crun. Prints a Markdown table
+// alternating between them; also hull driving crun and runsc. Prints a Markdown table
 // (values per variant, the hull/Go ratio, the target). Needs root. Run it
 // through bench/run, which builds what it needs; see docs/benchmarks.md.
 //
@@ -120,7 +120,8 @@ std::string Machine() {
          CpuModel() + ", Linux " + FirstLine({"uname", "-r"}) + "\n";
   out += "containerd: " + FirstLine({"containerd", "--version"}) + "\n";
   out += "runc: " + FirstLine({"runc", "--version"}) +
-         "; crun: " + FirstLine({"crun", "--version"}) + "\n";
+         "; crun: " + FirstLine({"crun", "--version"}) +
+         "; runsc: " + FirstLine({"runsc", "--version"}) + "\n";
   if (const char* rev = std::getenv("HULL_BENCH_REVISION"); rev != nullptr) {
     out += "hull: " + std::string(rev) + "\n";
   }

@@ -63,14 +63,15 @@ std::string Report::Markdown() const {
     if (f.section != section) {
       section = f.section;
       out += "\n" + section + "\n\n";
-      out += "| figure | hull/runc | Go/runc | hull/Go | hull/crun | target | |\n";
-      out += "|---|---:|---:|---:|---:|---|---|\n";
+      out += "| figure | hull/runc | Go/runc | hull/Go | hull/crun | hull/runsc | target | |\n";
+      out += "|---|---:|---:|---:|---:|---:|---|---|\n";
     }
     double ratio = f.show_ratio ? f.Ratio() : kNotMeasured;
     out += "| " + f.label + " | " + Format(f.values[0], f.decimals) + " | " +
            Format(f.values[1], f.decimals) + " | " +
            (std::isnan(ratio) || std::isinf(ratio) ? "–" : Format(ratio, 2)) + " | " +
-           Format(f.values[2], f.decimals) + " | " + TargetText(f) + " | " + Verdict(f) + " |\n";
+           Format(f.values[2], f.decimals) + " | " + Format(f.values[3], f.decimals) + " | " +
+           TargetText(f) + " | " + Verdict(f) + " |\n";
   }
   if (!notes_.empty()) out += "\n";
   for (const std::string& n : notes_) out += n + "\n";

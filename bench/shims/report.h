@@ -27,10 +27,17 @@ struct Target {
   static Target HullEquals(double v) { return {Goal::kHullEquals, v}; }
 };
 
+// A row with nothing measured yet.
+inline std::array<double, kKinds> NotMeasuredRow() {
+  std::array<double, kKinds> row;
+  row.fill(kNotMeasured);
+  return row;
+}
+
 struct Figure {
   std::string section;  // rows of one section are printed together
   std::string label;
-  std::array<double, kKinds> values = {kNotMeasured, kNotMeasured, kNotMeasured};
+  std::array<double, kKinds> values = NotMeasuredRow();
   int decimals = 0;
   Target target;
   bool show_ratio = true;  // false where hull/Go means nothing

@@ -71,9 +71,9 @@ Result<Lifecycle> RunOnce(const RuntimeCli& cli, const std::string& id) {
 }
 
 // runc's figure goes in both runc columns (hull/runc and Go/runc drive the
-// same runc), crun's in hull/crun's.
+// same runc), crun's in hull/crun's; runsc is not measured alone.
 std::array<double, kKinds> Columns(double runc, double crun) {
-  std::array<double, kKinds> out;
+  std::array<double, kKinds> out = NotMeasuredRow();
   out[static_cast<int>(Kind::kHull)] = runc;
   out[static_cast<int>(Kind::kGo)] = runc;
   out[static_cast<int>(Kind::kHullCrun)] = crun;

@@ -159,7 +159,7 @@ Status MeasureShimStart(BenchEnv& env, const PhaseOptions& options, Report& repo
     }
   }
   auto figure = [&](auto get, double q) {
-    std::array<double, kKinds> out = {kNotMeasured, kNotMeasured, kNotMeasured};
+    std::array<double, kKinds> out = NotMeasuredRow();
     for (int k = 0; k < kKinds; ++k) {
       if (samples[k].empty()) continue;
       std::vector<double> values;

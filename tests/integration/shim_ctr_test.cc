@@ -144,7 +144,41 @@ class HullCtrTest : public ::testing::TestWithParam<std::string> {
     return containerd_->state() + "/io.containerd.runtime.v2.task/default/" + id;
   }
 
-  std::vector<pid_t> Shims() const { return ProcessesMatching("containerd-shim-hull-v2"); }
+  // This test's shims: other engineers' tests run their own containerd and
+  // hull shims on the same host at the same time, and a shim's child between
+  // fork and exec still has the shim's command line.
+  std::vector<pid_t> Shims() const {
+    std::vector<pid_t> matched =
+        ProcessesMatching("-address " + containerd_->address() + " -publish-binary");
+    std::vector<pid_t> shims;
+    for (pid_t p : matched) {
+      std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
+      std::string text((std::istreambuf_iterator<char>(stat)), {});
+      // "pid (comm) state ppid ...": comm may hold spaces, so after the last ')'.
+      std::istringstream fields(text.substr(text.rfind(')') + 1));
+      std::string state;
+      pid_t parent = 0;
+      fields >> state >> parent;
+      if (std::find(matched.begin(), matched.end(), parent) == matched.end()) shims.push_back(p);
+    }
+    return shims;
+  }
+
+  // pid, parent, executable and command line of each of Shims(): for messages.
+  std::string DescribeShims() const {
+    std::string out;
+    for (pid_t p : Shims()) {
+      std::string dir = "/proc/" + std::to_string(p);
+      std::ifstream stat(dir + "/stat"), cmdline(dir + "/cmdline");
+      std::string stat_text((std::istreambuf_iterator<char>(stat)), {});
+      std::string cmd((std::istreambuf_iterator<char>(cmdline)), {});
+      std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+      std::error_code ec;
+      out += "\n  " + stat_text.substr(0, 60) +
+             " exe=" + fs::read_symlink(dir + "/exe", ec).string() + " cmd=" + cmd;
+    }
+    return out;
+  }
 
   // Calls the shim of `id` directly, as containerd would.
   template <typename Resp, typename Req>
@@ -192,7 +226,7 @@ TEST_P(HullCtrTest, RunRmPrintsOutput) {
   ASSERT_TRUE(r.ok()) << r.Describe();
   EXPECT_EQ(r.out, "hello from sh\n");
   // runsc's shim outlives `ctr run --rm` by the sandbox's teardown.
-  EXPECT_TRUE(WaitUntil([] { return ProcessesMatching("containerd-shim-hull-v2").empty(); }, 10s));
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 10s));
 }
 
 TEST_P(HullCtrTest, ExitCodeReachesCtr) {
@@ -212,31 +246,41 @@ TEST_P(HullCtrTest, DetachedTaskServesExecKillPsPauseResumeMetrics) {
   EXPECT_EQ(r.exit_code, 3) << r.Describe();
   EXPECT_EQ(r.out, "exec-out\n");
 
-  // exec with a terminal: ctr needs one on its own stdin, so run it under script(1)
-  // Not for runsc: its detached exec does not hand the process the console's
-  // pty (docs/backends.md).
-  if (!IsRunsc()) {
-    std::string cmd = "ctr --address " + containerd_->address() +
-                      " -n default task exec -t --exec-id e2 t1 sh -c 'tty; stty size'";
+  // exec with a terminal: ctr needs one on its own stdin, so run it under
+  // script(1). The process's stdin and stdout are the terminal, which takes
+  // termios and window-size ioctls. ctr pushes its own terminal's size
+  // (ResizePty) once the exec has started, racing the process's stty: both
+  // set 30x100, so either order reads back 30 100. runsc hands the sandbox
+  // the host pty, which gVisor shows as /proc/self/fd/0 -> host:[N], not
+  // /dev/pts/N: `tty` names it only with runc and crun (docs/backends.md).
+  {
+    std::string cmd = "stty rows 30 cols 100; ctr --address " + containerd_->address() +
+                      " -n default task exec -t --exec-id e2 t1 sh -c "
+                      "'[ -t 0 ] && [ -t 1 ] && echo on-a-terminal; stty rows 30 cols 100; "
+                      "stty size; tty; exit 0'";
     r = RunCommand({"script", "-qec", cmd, "/dev/null"}, 60s);
     EXPECT_TRUE(r.ok()) << r.Describe();
-    EXPECT_NE(r.out.find("/dev/pts/"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("on-a-terminal"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("30 100"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(IsRunsc() ? "not a tty" : "/dev/pts/"), std::string::npos) << r.out;
   }
 
-  // ps lists the init: its host pid, or for runsc its pid inside the
-  // sandbox's own kernel (the host pid is the sandbox's), which is 1.
-  r = Ctr({"task", "ps", "t1"});
-  ASSERT_TRUE(r.ok()) << r.Describe();
-  EXPECT_NE(r.out.find(IsRunsc() ? std::string("\n1 ") : std::to_string(pid)), std::string::npos)
-      << r.out;
-
-  // pause / resume; on cgroup v2 the runtime freezes through cgroup.freeze
+  // pause / resume; on cgroup v2 the runtime freezes through cgroup.freeze.
+  // runsc stops the sandbox's tasks in its own kernel and leaves the cgroup
+  // alone: its own state says paused.
+  auto runsc_status = [&] {
+    CommandResult state = RunCommand({"runsc", "--root", RunscRoot() + "/default", "state", "t1"});
+    nlohmann::json doc = nlohmann::json::parse(state.out, nullptr, false);
+    return doc.is_object() && doc.contains("status") ? doc["status"].dump() : state.Describe();
+  };
   std::string freezer = CgroupDir(pid, "freezer");
   ASSERT_FALSE(freezer.empty());
   r = Ctr({"task", "pause", "t1"});
   ASSERT_TRUE(r.ok()) << r.Describe();
   EXPECT_EQ(Task("t1").second, "PAUSED");
-  if (CgroupV2()) {
+  if (IsRunsc()) {
+    EXPECT_EQ(runsc_status(), "\"paused\"");
+  } else if (CgroupV2()) {
     EXPECT_EQ(ReadWord(freezer + "/cgroup.freeze"), "1");
     std::ifstream events(freezer + "/cgroup.events");
     std::string text((std::istreambuf_iterator<char>(events)), {});
@@ -247,8 +291,12 @@ TEST_P(HullCtrTest, DetachedTaskServesExecKillPsPauseResumeMetrics) {
   r = Ctr({"task", "resume", "t1"});
   ASSERT_TRUE(r.ok()) << r.Describe();
   EXPECT_EQ(Task("t1").second, "RUNNING");
-  EXPECT_EQ(ReadWord(freezer + (CgroupV2() ? "/cgroup.freeze" : "/freezer.state")),
-            CgroupV2() ? "0" : "THAWED");
+  if (IsRunsc()) {
+    EXPECT_EQ(runsc_status(), "\"running\"");
+  } else {
+    EXPECT_EQ(ReadWord(freezer + (CgroupV2() ? "/cgroup.freeze" : "/freezer.state")),
+              CgroupV2() ? "0" : "THAWED");
+  }
 
   // metrics: io.containerd.cgroups.v1.Metrics or v2.Metrics, as the host has
   r = Ctr({"task", "metrics", "t1"});
@@ -317,6 +365,9 @@ TEST_P(HullCtrTest, CheckpointWorksOrSaysWhyNot) {
     // hull does not offer runsc's experimental checkpoint: Unimplemented.
     EXPECT_FALSE(r.ok());
     EXPECT_NE(r.err.find("not implemented"), std::string::npos) << r.Describe();
+    // ctr pauses the task around the checkpoint and resumes it after.
+    EXPECT_EQ(Task("t1").second, "RUNNING");
+    EXPECT_EQ(Ctr({"task", "exec", "--exec-id", "after", "t1", "echo", "alive"}).out, "alive\n");
     return RemoveContainer("t1");
   }
   if (criu_works) {
@@ -330,14 +381,10 @@ TEST_P(HullCtrTest, CheckpointWorksOrSaysWhyNot) {
 }
 
 TEST_P(HullCtrTest, ContainersOfOneSandboxShareOneShim) {
-  if (IsRunsc()) {
-    GTEST_SKIP() << "open bug with runsc (docs/backends.md): two sandbox containers of one "
-                    "sandbox-id get two shims";
-  }
   std::string group = "io.kubernetes.cri.sandbox-id=pod1";
   ASSERT_TRUE(Run({"-d", "--annotation", group}, "a", {"sleep", "1000"}).ok());
   ASSERT_TRUE(Run({"-d", "--annotation", group}, "b", {"sleep", "1000"}).ok());
-  EXPECT_EQ(Shims().size(), 1u);
+  EXPECT_EQ(Shims().size(), 1u) << DescribeShims();
   std::ifstream a(Bundle("a") + "/address"), b(Bundle("b") + "/address");
   std::string address_a, address_b;
   std::getline(a, address_a);
@@ -355,10 +402,6 @@ TEST_P(HullCtrTest, ContainersOfOneSandboxShareOneShim) {
 }
 
 TEST_P(HullCtrTest, ContainersKeepRunningAcrossAContainerdRestart) {
-  if (IsRunsc()) {
-    GTEST_SKIP() << "open bug with runsc (docs/backends.md): after a containerd restart a second "
-                    "shim process appears and kill fails";
-  }
   ASSERT_TRUE(Run({"-d"}, "t1", {"sleep", "1000"}).ok());
   pid_t pid = Task("t1").first;
   auto shims = Shims();
@@ -434,16 +477,23 @@ TEST_P(HullCtrTest, UnknownRuntimeBinaryIsAClearErrorAndLeaksNothing) {
 }
 
 TEST_P(HullCtrTest, RuntimeFailureCarriesTheRuntimesOwnMessage) {
-  if (IsRunsc()) {
-    GTEST_SKIP() << "open bug with runsc (docs/backends.md): the shim outlives a failed runsc "
-                    "create by more than 10 s";
-  }
   CommandResult r = Run({"--rm"}, "t1", {"/no/such/program"});
   EXPECT_FALSE(r.ok());
-  // runc and crun both name the missing executable in their own words.
+  // Each runtime names the missing executable in its own words (runc and
+  // crun at create, runsc at start).
   EXPECT_NE(r.err.find("/no/such/program"), std::string::npos) << r.Describe();
   EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 10s));
   EXPECT_TRUE(MountsUnder(containerd_->state()).empty());
+  // A failed start leaves a stopped task, which ctr's --rm deletes with the
+  // container: nothing of t1 is left in containerd or in the runtime.
+  EXPECT_EQ(Task("t1").first, 0);
+  EXPECT_EQ(Ctr({"container", "ls", "-q"}).out, "");
+  if (IsRunsc()) {
+    EXPECT_TRUE(ProcessesMatching("runsc-sandbox --root=" + RunscRoot()).empty());
+    CommandResult list =
+        RunCommand({"runsc", "--root", RunscRoot() + "/default", "list", "--format", "json"});
+    EXPECT_TRUE(list.out.find("\"t1\"") == std::string::npos) << list.Describe();
+  }
 }
 
 TEST_P(HullCtrTest, UnknownConfigKeyIsInvalidArgument) {
@@ -811,11 +861,21 @@ TEST_P(HullCtrTest, PauseContainerJoiningALiveShimGetsThePodCgroupAtCreate) {
 // An app container (or a pause container without a parent cgroup) gets no
 // size record.
 TEST_P(HullCtrTest, OnlyThePauseContainerIsSized) {
-  ASSERT_TRUE(Run({"-d", "--annotation", "io.kubernetes.cri.container-type=container"}, "a1",
-                  {"sleep", "1000"})
-                  .ok());
+  std::vector<std::string> flags = {"-d", "--annotation",
+                                    "io.kubernetes.cri.container-type=container"};
+  if (IsRunsc()) {
+    // runsc's app container joins its pod's sandbox, which must exist.
+    ASSERT_TRUE(Run({"-d", "--annotation", "io.kubernetes.cri.container-type=sandbox",
+                     "--annotation", "io.kubernetes.cri.sandbox-id=p1"},
+                    "p1", {"sleep", "1000"})
+                    .ok());
+    flags.insert(flags.end(), {"--annotation", "io.kubernetes.cri.sandbox-id=p1"});
+  }
+  CommandResult r = Run(flags, "a1", {"sleep", "1000"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
   EXPECT_FALSE(fs::exists(Bundle("a1") + "/hull-pod-size.json"));
   RemoveContainer("a1");
+  if (IsRunsc()) RemoveContainer("p1");
 }
 
 // runsc: a pause container and a container that joins it by the CRI

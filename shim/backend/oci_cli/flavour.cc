@@ -72,10 +72,13 @@ constexpr ErrorPattern kRunscErrors[] = {
     {"cannot delete container that is not stopped", Code::kFailedPrecondition},
     {"sandbox is not running", Code::kFailedPrecondition},
     {"not running", Code::kFailedPrecondition},
+    // The sandbox process is gone, its state file is not (yet).
+    {"connecting to control server at pid", Code::kFailedPrecondition},
 };
 constexpr std::string_view kRunscProcessGone[] = {
     "not running",
     "no such process",
+    "connecting to control server at pid",
 };
 
 constexpr Flavour kRunsc{

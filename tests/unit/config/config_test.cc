@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "containerd/runc/v1/options.pb.h"
@@ -204,6 +205,114 @@ TEST_F(ConfigTest, TomlRoundTrip) {
   ShimConfig other = EveryKey();
   ASSERT_TRUE(ApplyToml(ToToml(defaults), "round trip", other).ok());
   EXPECT_EQ(other, defaults);
+}
+
+// ---- [runsc_config] ----
+
+TEST_F(ConfigTest, RunscConfigStringsBoolsAndInts) {
+  ShimConfig c;
+  Status s = ApplyToml(R"(binary_name = "runsc"
+root = "/run/hull/runsc"
+[runsc_config]
+network = "none"
+debug = true
+overlay = false
+watchdog-action = "panic"
+num-network-channels = 4
+debug_log = "/var/log/runsc/%ID%/"
+)",
+                       "runsc.toml", c);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(c.runtime.binary_name, "runsc");  // gVisor's name for `runtime`
+  EXPECT_EQ(c.runtime.root, "/run/hull/runsc");
+  const std::map<std::string, std::string> want = {
+      {"debug", "true"},    {"debug_log", "/var/log/runsc/%ID%/"},
+      {"network", "none"},  {"num-network-channels", "4"},
+      {"overlay", "false"}, {"watchdog-action", "panic"},
+  };
+  EXPECT_EQ(c.runtime.runtime_flags, want);
+  ShimConfig empty;
+  ASSERT_TRUE(ApplyToml("[runsc_config]\n", "test", empty).ok());
+  EXPECT_TRUE(empty.runtime.runtime_flags.empty());
+}
+
+TEST_F(ConfigTest, RunscConfigBadNamesAndTypesNameTheFileAndLine) {
+  struct Bad {
+    const char* text;
+    const char* says;
+  };
+  for (const Bad& bad : {
+           Bad{"[runsc_config]\nnetwork = \"none\"\n\"--root\" = \"/x\"", "not a flag name"},
+           Bad{"[runsc_config]\n\"Network\" = \"none\"", "not a flag name"},
+           Bad{"[runsc_config]\n\"net work\" = \"none\"", "not a flag name"},
+           Bad{"[runsc_config]\n\"a=b\" = \"c\"", "not a flag name"},
+           Bad{"[runsc_config]\n\"\" = \"c\"", "not a flag name"},
+           Bad{"[runsc_config]\nx = 1.5", "expected a string, boolean or integer"},
+           Bad{"[runsc_config]\nx = [\"a\"]", "expected a string, boolean or integer"},
+           Bad{"[runsc_config]\nx = 1979-05-27", "expected a string, boolean or integer"},
+           Bad{"[runsc_config]\n[runsc_config.x]\ny = 1", "expected a string, boolean or integer"},
+           Bad{"runsc_config = \"network=none\"", "unknown key \"runsc_config\""},
+       }) {
+    ShimConfig c = EveryKey();
+    c.runtime.runtime_flags = {{"platform", "ptrace"}};
+    ShimConfig before = c;
+    Status s = ApplyToml(bad.text, "/etc/hull/runsc.toml", c);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad.text;
+    EXPECT_NE(s.message().find("/etc/hull/runsc.toml: line "), std::string::npos)
+        << bad.text << ": " << s.message();
+    EXPECT_NE(s.message().find(bad.says), std::string::npos) << bad.text << ": " << s.message();
+    EXPECT_EQ(c, before) << bad.text;  // nothing applied, not even the good keys
+  }
+  // The line is the bad key's.
+  ShimConfig c;
+  Status s = ApplyToml("[runsc_config]\nnetwork = \"none\"\n\ndebug = 0.5\n", "f.toml", c);
+  EXPECT_NE(s.message().find("f.toml: line 4: [runsc_config] debug:"), std::string::npos)
+      << s.message();
+}
+
+TEST_F(ConfigTest, RunscConfigLayersKeyByKey) {
+  // The config file, then the runtime handler's config_path, then its body.
+  std::string file = Write("config.toml",
+                           "runtime = \"runsc\"\n[runsc_config]\nnetwork = \"none\"\n"
+                           "platform = \"ptrace\"\n");
+  std::string handler = Write("handler.toml", "[runsc_config]\nplatform = \"kvm\"\ndebug = true\n");
+  auto c = ResolveConfig(file, nullptr);
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  google::protobuf::Any options = RuntimeOptionsAny(handler, "[runsc_config]\ndebug = false\n");
+  ASSERT_TRUE(ApplyOptions(options, *c).ok());
+  const std::map<std::string, std::string> want = {
+      {"debug", "false"}, {"network", "none"}, {"platform", "kvm"}};
+  EXPECT_EQ(c->runtime.runtime_flags, want);
+  EXPECT_EQ(c->runtime.binary_name, "runsc");
+  // A later layer without the table keeps the flags.
+  ASSERT_TRUE(ApplyToml("log_level = \"debug\"", "test", *c).ok());
+  EXPECT_EQ(c->runtime.runtime_flags, want);
+  // Flags are part of equality (the bundle copy is compared whole).
+  ShimConfig other = *c;
+  other.runtime.runtime_flags["debug"] = "true";
+  EXPECT_FALSE(other == *c);
+}
+
+TEST_F(ConfigTest, RunscConfigRoundTrip) {
+  ShimConfig c = EveryKey();
+  c.runtime.binary_name = "runsc";
+  c.runtime.runtime_flags = {{"debug", "true"},
+                             {"debug-log", "/var/log/runsc/"},
+                             {"network", "none"},
+                             {"num-network-channels", "4"},
+                             {"quoted", "a \"b\" \\ c"}};
+  std::string text = ToToml(c);
+  EXPECT_NE(text.find("[runsc_config]"), std::string::npos) << text;
+  ShimConfig back;
+  Status s = ApplyToml(text, "round trip", back);
+  ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << text;
+  EXPECT_EQ(back, c);
+  // And through the bundle copy the server reads.
+  fs::create_directories(root_ / "bundle");
+  ASSERT_TRUE(WriteBundleConfig((root_ / "bundle").string(), c).ok());
+  auto stored = ReadBundleConfig((root_ / "bundle").string());
+  ASSERT_TRUE(stored.has_value()) << stored.error().ToString();
+  EXPECT_EQ(*stored, c);
 }
 
 TEST_F(ConfigTest, ConfigFile) {
