@@ -298,6 +298,11 @@ struct PodCase {
   bool host_network;
 };
 
+// For test names and messages (gtest would print the struct's bytes).
+void PrintTo(const PodCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
 class CriPodTest : public CriTest, public ::testing::WithParamInterface<PodCase> {};
 
 TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
