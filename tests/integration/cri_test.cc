@@ -344,6 +344,16 @@ TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
     EXPECT_EQ(size.value("memory_limit_bytes", 0), 256 << 20);
   }
 
+  // The shim logged it (its log reaches containerd's through the bundle's
+  // log FIFO).
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return containerd_->LogTail(100000).find(
+                   "pod size 2 vCPUs, 320 MiB (containerd annotations") != std::string::npos;
+      },
+      10s))
+      << "no pod size line in containerd's log";
+
   CriReply status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
   ASSERT_TRUE(status.ok) << status.error;
   EXPECT_EQ(status.body["status"].value("state", ""), "SANDBOX_READY");
