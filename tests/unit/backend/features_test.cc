@@ -10,18 +10,14 @@
 #include <sstream>
 
 #include "shim/backend/backend.h"
+#include "tests/unit/backend/testdata.h"
 
 namespace hull::shim::oci_cli {
 namespace {
 
 using nlohmann::json;
 
-std::string ReadTestdata(const std::string& name) {
-  std::ifstream in(std::string(HULL_BACKEND_TESTDATA) + "/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadTestdata;
 
 bool OnPath(const std::string& name) {
   for (const char* dir : {"/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/local/bin"}) {

@@ -16,6 +16,7 @@
 #include "shim/backend/oci_cli/runsc_events.h"
 #include "shim/backend/oci_cli/runsc_features.h"
 #include "shim/backend/oci_cli/runtime_error.h"
+#include "tests/unit/backend/testdata.h"
 
 namespace hull::shim::oci_cli {
 namespace {
@@ -23,12 +24,7 @@ namespace {
 using A = Argv;
 using nlohmann::json;
 
-std::string ReadTestdata(const std::string& name) {
-  std::ifstream in(std::string(HULL_BACKEND_TESTDATA) + "/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadTestdata;
 
 // ---- command lines ----
 
