@@ -145,8 +145,10 @@ class CriTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (!cgroup_parent_.empty()) RemoveCgroupParent(cgroup_parent_);
+    // containerd first: after a failed test its teardown ends the pod's
+    // containers, and only then is their cgroup parent empty.
     containerd_.reset();
+    if (!cgroup_parent_.empty()) RemoveCgroupParent(cgroup_parent_);
     if (!config_dir_.empty()) fs::remove_all(config_dir_);
   }
 
