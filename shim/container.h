@@ -1,7 +1,11 @@
-// Container: one container served by this shim: its backend, its init and
-// exec processes, its rootfs, and the rules that order its events (exit after
-// start; the init's exit after every exec's). Owned by the TaskService, which
-// routes calls to it. Every operation answers through a callback on the loop.
+// Container: one container of the pod this shim serves: its init and exec
+// processes, its rootfs, and the calls containerd makes on them. Owned by its
+// Pod; the TaskService routes calls to it. The pod's backend runs it; the
+// ExitTracker orders its exits; TaskEvents builds its events. Multi-step
+// calls (Create, the start of an exec, the delete of the init) are step
+// objects in container_steps.cc. Every operation answers through a callback
+// on the loop -- also when the container is deleted meanwhile: a runtime
+// call that outlives it is answered NotFound "container deleted".
 // Loop thread only.
 #pragma once
 
@@ -13,14 +17,16 @@
 #include <string>
 
 #include "containerd/task/v2/shim.pb.h"
-#include "oci/sizing.h"
-#include "oci/spec.h"
 #include "shim/backend/backend.h"
 #include "shim/config/config.h"
 #include "shim/context.h"
+#include "shim/exit_tracker.h"
 #include "shim/process.h"
+#include "shim/task_events.h"
 
 namespace hull::shim {
+
+class Pod;
 
 class Container {
  public:
@@ -28,18 +34,20 @@ class Container {
   using Reply = std::function<void(Result<T>)>;
   using Done = std::function<void(Status)>;
 
-  Container(ShimContext& ctx, std::string id, std::string bundle, ShimConfig options);
+  // `init_stdio`: what CreateTaskRequest names for the init's stdio.
+  Container(ShimContext& ctx, Pod& pod, std::string id, std::string bundle, StdioConfig init_stdio,
+            ShimConfig options);
   ~Container();
 
-  // Mounts the rootfs, sets up the init's stdio and runs the backend's
-  // create; answers the init's pid. On failure nothing is left: no mount,
-  // fd, socket or process, and the owner drops the container.
+  // Admits the container to its pod (size, cgroup, backend), mounts the
+  // rootfs, sets up the init's stdio and runs the backend's create; answers
+  // the init's pid. On failure nothing is left: no mount, fd, socket or
+  // process, and the owner drops the container.
   void Create(const containerd::task::v2::CreateTaskRequest& request, Reply<pid_t> done);
 
   const std::string& id() const { return id_; }
   const std::string& bundle() const { return bundle_; }
   pid_t init_pid() const { return init_->pid(); }
-  bool init_exited() const { return init_->exited(); }
 
   // Looks a process up: the init for an empty exec id. NotFound otherwise.
   Result<Process*> Find(const std::string& exec_id) const;
@@ -60,48 +68,55 @@ class Container {
   Status CloseIO(const std::string& exec_id, bool stdin);
   Status ResizePty(const std::string& exec_id, uint32_t width, uint32_t height);
 
-  // Set by Delete of the init: the TaskService drops the container.
+  // Set by Delete of the init: the Pod drops the container.
   bool deleted() const { return deleted_; }
 
  private:
-  void OnCreated(Status status, Reply<pid_t> done);
-  // For a pause container whose `start` did not prepare the pod cgroup (it
-  // joined a live server): prepares it now and moves this server into its
-  // leaf (docs/sizing.md). For the pod's other containers: the record, for
-  // `delete`, when hull created the pod cgroup.
-  Status JoinPodCgroup(const oci::Spec& spec, const std::optional<oci::PodSize>& size);
-  void FailCreate(Status status, Reply<pid_t> done);
+  class CreateSteps;
+  class ExecStartSteps;
+  class DeleteInitSteps;
+
+  // A token the callbacks of backend calls hold: expired once the container
+  // is gone.
+  std::weak_ptr<bool> Alive() const { return alive_; }
+
+  // The steps of an exec's start (ExecStartSteps).
+  void StartExec(Process* process, Reply<pid_t> done);
+  // The init's runtime start, then its start event (and an exit reaped
+  // meanwhile, after it).
+  void StartInit(Reply<pid_t> done);
   // A failed start of the init: the runtime's container is ended (force
   // delete) and the init reported stopped, so that containerd can delete the
   // task (it refuses a created task that has a pid).
   void FailStart(Status status, Reply<pid_t> done);
-  void StartExec(Process* process, Reply<pid_t> done);
+  void DeleteExec(const std::string& exec_id, Reply<containerd::task::v2::DeleteResponse> done);
+  // Watches for the exit of a process whose pid is known.
   void WatchExit(Process* process);
   // Publishes /tasks/oom for every OOM kill in the container's cgroup.
   void WatchOom();
   void PublishNewOomKills(bool notified);
-  void OnExit(Process* process, int wait_status);
+  // The ExitTracker's hooks.
   void PublishExit(Process* process);
-  void MaybePublishInitExit();
-  void DeleteInit(Reply<containerd::task::v2::DeleteResponse> done);
+  void EndTheRest(std::function<void()> then);
   Result<pid_t> ReadPidFile(const std::string& path) const;
   std::string ExecPath(const std::string& exec_id, std::string_view suffix) const;
+  StdioContext StdioFor() const;
   Status Unmount();
 
   ShimContext& ctx_;
+  Pod& pod_;
   std::string id_;
   std::string bundle_;
   ShimConfig options_;
+  TaskEvents events_;
+  Backend* backend_ = nullptr;  // the pod's, set once the pod admitted us
   bool rootfs_mounted_ = false;
-  bool shares_pid_namespace_ = false;  // no pid namespace of its own
-  std::unique_ptr<Backend> backend_;
   std::unique_ptr<Process> init_;
   std::map<std::string, std::unique_ptr<Process>> execs_;
+  ExitTracker exits_;
   EventHandle oom_watch_;
   uint64_t oom_kills_published_ = 0;
-  std::optional<int> init_exit_pending_;  // the init exited; execs still running
   bool deleted_ = false;
-  // Guards callbacks that may outlive the container (backend calls).
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -1,6 +1,7 @@
 // Process: one process of a container, the init or an exec, with its state
 // machine, exit record, stdio and the Wait calls parked on it. Owned by its
-// Container. Loop thread only.
+// Container; when its exit may be published is the ExitTracker's to decide.
+// Loop thread only.
 #pragma once
 
 #include <sys/types.h>
@@ -72,20 +73,12 @@ class Process {
   void set_io(std::unique_ptr<ProcessIo> io) { io_ = std::move(io); }
   std::unique_ptr<ProcessIo> take_io() { return std::move(io_); }
 
-  // Exit ordering: an exit reaped before the start event was queued waits
-  // here until it has been.
-  bool start_published = false;
-  // An exec whose Start is under way (stdio, then the runtime): the init's
-  // exit waits for it like for a live exec (runsc starts the process before
-  // `runsc exec --detach` returns).
-  bool start_in_flight = false;
-  std::optional<int> exit_before_start;
-  // TaskExit has been queued and Wait calls answered.
-  bool exit_published = false;
   // An exec's OCI Process JSON, kept from Exec until its Start.
-  std::string spec_json;
+  const std::string& spec_json() const { return spec_json_; }
+  void set_spec_json(std::string json) { spec_json_ = std::move(json); }
 
  private:
+  std::string spec_json_;
   std::string container_id_;
   std::string exec_id_;
   StdioConfig stdio_;

@@ -8,14 +8,12 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <optional>
 
 #include "base/event_loop.h"
 #include "base/logging.h"
 #include "base/reaper.h"
-#include "cgroups/cgroups.h"
 #include "shim/config/config.h"
-#include "shim/pod/pod_cgroup.h"
+#include "shim/pod/pod.h"
 #include "shim/publisher.h"
 #include "shim/task_service.h"
 #include "ttrpc/server.h"
@@ -42,35 +40,6 @@ std::string SocketPath(int fd) {
   return std::string(addr.sun_path);
 }
 
-// The pod cgroup `start` placed this server in, from the record it left in
-// the bundle (our working directory); nullopt for none. Read at startup:
-// containerd removes the bundle before the server exits. (Task.Create may
-// place the server later: ShimContext::pod_cgroup.)
-std::optional<PodCgroupPlacement> ReadPlacement(const Logger& log) {
-  Result<PodCgroupPlacement> placement = ReadPodCgroupFile(std::string(kPodCgroupFile));
-  if (placement) return *placement;
-  if (placement.error().code() != Code::kNotFound) {
-    log.Warn("pod cgroup: {}", placement.error().ToString());
-  }
-  return std::nullopt;
-}
-
-// At exit: back to where the server came from, and no cgroup of hull's left.
-void LeavePod(const std::optional<PodCgroupPlacement>& placement, const Logger& log) {
-  if (!placement) return;
-  Result<cgroups::Host> host = cgroups::DetectHost();
-  if (!host || !host->unified) {
-    log.Warn("pod cgroup {}: cannot find the cgroup2 mount to leave it", placement->pod);
-    return;
-  }
-  Status left = LeavePodCgroup(*placement, ::getpid(), host->unified->mount_point);
-  if (!left.ok()) {
-    log.Warn("pod cgroup {}: {}", placement->pod, left.ToString());
-  } else {
-    log.Info("pod cgroup {}: left{}", placement->pod, placement->created_pod ? " and removed" : "");
-  }
-}
-
 }  // namespace
 
 int RunServer(const ServerArgs& args) {
@@ -94,13 +63,9 @@ int RunServer(const ServerArgs& args) {
   Reaper& reaper = **reaper_or;
 
   EventPublisher publisher(loop, log, MakeForwardSink(loop, args.ttrpc_address, args.ns));
-  std::optional<PodCgroupPlacement> placement = ReadPlacement(log);
-  ShimContext ctx{.loop = loop,
-                  .reaper = reaper,
-                  .log = log,
-                  .publisher = publisher,
-                  .ns = args.ns,
-                  .pod_cgroup = &placement};
+  ShimContext ctx{
+      .loop = loop, .reaper = reaper, .log = log, .publisher = publisher, .ns = args.ns};
+  Pod pod(ctx, DefaultBackendFactory(loop, reaper, args.ns), Pod::ReadStartPlacement(log));
 
   std::string socket_path = SocketPath(args.listen_fd);
   ttrpc::ServerOptions server_options;
@@ -119,7 +84,7 @@ int RunServer(const ServerArgs& args) {
   };
 
   TaskService tasks(
-      ctx,
+      ctx, pod,
       [config_path = ConfigFilePath(std::getenv(std::string(kConfigPathEnv).c_str()))](
           const google::protobuf::Any& options, const std::string& bundle) {
         return ResolveContainerConfig(options, bundle, config_path);
@@ -141,7 +106,7 @@ int RunServer(const ServerArgs& args) {
   log.Info("serving namespace {} id {}", args.ns, args.id);
   Status ran = loop.Run();
   if (!ran.ok()) log.Error("{}", ran.ToString());
-  LeavePod(placement, log);
+  pod.Leave();
   if (!socket_path.empty()) ::unlink(socket_path.c_str());
   return ran.ok() ? 0 : 1;
 }

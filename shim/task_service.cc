@@ -34,9 +34,9 @@ auto Answer(ttrpc::TypedResponder<Resp> responder) {
 
 }  // namespace
 
-TaskService::TaskService(ShimContext& ctx, ResolveOptions resolve,
+TaskService::TaskService(ShimContext& ctx, Pod& pod, ResolveOptions resolve,
                          std::function<void()> on_shutdown)
-    : ctx_(ctx), resolve_(std::move(resolve)), on_shutdown_(std::move(on_shutdown)) {}
+    : ctx_(ctx), pod_(pod), resolve_(std::move(resolve)), on_shutdown_(std::move(on_shutdown)) {}
 
 TaskService::~TaskService() {
   *alive_ = false;
@@ -75,19 +75,11 @@ void TaskService::RegisterWith(ttrpc::Server& server) {
 }
 
 Result<Container*> TaskService::Find(const std::string& id) const {
-  auto it = containers_.find(id);
-  if (it == containers_.end() || creating_.contains(id) || it->second->deleted()) {
+  Container* c = pod_.Get(id);
+  if (c == nullptr || creating_.contains(id) || c->deleted()) {
     return NotFoundError("container " + id + " not created: not found");
   }
-  return it->second.get();
-}
-
-void TaskService::DropLater(const std::string& id) {
-  std::weak_ptr<bool> alive = alive_;
-  ctx_.loop.Post([this, alive, id] {
-    if (alive.expired()) return;
-    containers_.erase(id);
-  });
+  return c;
 }
 
 void TaskService::CreateTask(const tv2::CreateTaskRequest& r,
@@ -95,22 +87,26 @@ void TaskService::CreateTask(const tv2::CreateTaskRequest& r,
   const std::string& id = r.id();
   if (id.empty()) return out.Fail(InvalidArgumentError("create: container id must not be empty"));
   if (r.bundle().empty()) return out.Fail(InvalidArgumentError("create " + id + ": no bundle"));
-  if (containers_.contains(id)) {
+  if (pod_.Get(id) != nullptr) {
     return out.Fail(AlreadyExistsError("container " + id + " already exists"));
   }
   auto options = resolve_(r.options(), r.bundle());
   if (!options) return out.Fail(options.error().WithContext("create " + id));
-  auto container = std::make_unique<Container>(ctx_, id, r.bundle(), std::move(*options));
-  Container* c = container.get();
-  containers_.emplace(id, std::move(container));
-  creating_[id] = true;
+  StdioConfig stdio{.stdin_path = r.stdin(),
+                    .stdout_path = r.stdout(),
+                    .stderr_path = r.stderr(),
+                    .terminal = r.terminal()};
+  auto added = pod_.Add(std::make_unique<Container>(ctx_, pod_, id, r.bundle(), std::move(stdio),
+                                                    std::move(*options)));
+  if (!added) return out.Fail(added.error());
+  creating_.insert(id);
   std::weak_ptr<bool> alive = alive_;
-  c->Create(r, [this, alive, id, out = Share(std::move(out))](Result<pid_t> pid) {
-    if (alive.expired()) return;
+  (*added)->Create(r, [this, alive, id, out = Share(std::move(out))](Result<pid_t> pid) {
+    if (alive.expired()) return out->Fail(UnavailableError("shim is shutting down"));
     creating_.erase(id);
     if (!pid) {
       ctx_.log.Error("{}", pid.error().ToString());
-      DropLater(id);
+      pod_.DropLater(id);
       return out->Fail(pid.error());
     }
     ctx_.log.Info("created container {} with pid {}", id, *pid);
@@ -138,7 +134,7 @@ void TaskService::DeleteTask(const tv2::DeleteRequest& r, Responder<tv2::DeleteR
     if (!response) return out->Fail(response.error());
     if (!alive.expired() && c->deleted()) {
       ctx_.log.Info("deleted container {}", id);
-      DropLater(id);
+      pod_.DropLater(id);
     }
     out->Reply(*response);
   });
@@ -246,9 +242,7 @@ void TaskService::Connect(const tv2::ConnectRequest& r, Responder<tv2::ConnectRe
 void TaskService::Shutdown(const tv2::ShutdownRequest&, Responder<Empty> out) {
   out.Reply(Empty());
   // A deleted container may wait a loop turn before it is dropped.
-  bool all_deleted = std::all_of(containers_.begin(), containers_.end(),
-                                 [](const auto& c) { return c.second->deleted(); });
-  if (all_deleted) on_shutdown_();
+  if (pod_.AllDeleted()) on_shutdown_();
 }
 
 }  // namespace hull::shim

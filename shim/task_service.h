@@ -1,17 +1,19 @@
 // TaskService: containerd's Task API (served as containerd.task.v2.Task and
-// containerd.task.v3.Task, same messages) for every container of this shim.
-// It only routes: it finds the container a call names and hands the call to
-// it; containers and processes keep their own state. Loop thread only.
+// containerd.task.v3.Task, same messages) for every container of this
+// shim's pod. It only routes: it finds the container a call names in the Pod
+// and hands the call to it; the pod, its containers and their processes keep
+// their own state. Loop thread only.
 #pragma once
 
 #include <functional>
-#include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "google/protobuf/empty.pb.h"
 #include "shim/container.h"
 #include "shim/context.h"
+#include "shim/pod/pod.h"
 #include "ttrpc/server.h"
 
 namespace hull::shim {
@@ -24,12 +26,11 @@ class TaskService {
                                                           const std::string& bundle)>;
 
   // `on_shutdown` runs when a Shutdown call finds no container left.
-  TaskService(ShimContext& ctx, ResolveOptions resolve, std::function<void()> on_shutdown);
+  TaskService(ShimContext& ctx, Pod& pod, ResolveOptions resolve,
+              std::function<void()> on_shutdown);
   ~TaskService();
 
   void RegisterWith(ttrpc::Server& server);
-
-  size_t container_count() const { return containers_.size(); }
 
  private:
   template <typename Req, typename Resp>
@@ -38,8 +39,6 @@ class TaskService {
 
   // Finds a container that is fully created, or answers NotFound.
   Result<Container*> Find(const std::string& id) const;
-  // Drops a container on a later loop turn (never inside its own callback).
-  void DropLater(const std::string& id);
 
   template <typename Resp>
   using Responder = ttrpc::TypedResponder<Resp>;
@@ -72,11 +71,11 @@ class TaskService {
   void Shutdown(const containerd::task::v2::ShutdownRequest& r, Responder<Empty> out);
 
   ShimContext& ctx_;
+  Pod& pod_;
   ResolveOptions resolve_;
   std::function<void()> on_shutdown_;
-  // Every container, including one whose Create is still under way.
-  std::map<std::string, std::unique_ptr<Container>> containers_;
-  std::map<std::string, bool> creating_;
+  // Containers of the pod whose Create is still under way.
+  std::set<std::string> creating_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

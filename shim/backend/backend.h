@@ -1,9 +1,14 @@
-// Backend: what runs a container. One small interface, chosen once per
-// container (by runc Options' binary_name or hull's config): the OCI CLI
-// runtimes (runc, crun, runsc) and, later, the vm backend. Nothing
-// outside shim/backend/ asks which backend it is talking to.
+// Backend: what runs the containers of one pod. One small interface, chosen
+// once per pod (by runc Options' binary_name or hull's config) and made by a
+// BackendFactory that the shim core receives (tests pass a fake): the OCI CLI
+// runtimes (runc, crun, runsc) and, later, the vm backend. A backend serves
+// every container of its pod: the pod-level calls (PrepareSandbox,
+// TeardownSandbox) frame the container and process calls. Nothing outside
+// shim/backend/ asks which backend it is talking to.
 // Every call is asynchronous on the shim's event loop: it returns at once and
-// calls `done` exactly once, later, on the loop. Loop thread only.
+// calls `done` exactly once, later, on the loop -- also when the backend is
+// destroyed first: a call still running then is answered NotFound
+// "container deleted". Loop thread only.
 #pragma once
 
 #include <sys/types.h>
@@ -12,12 +17,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/event_loop.h"
 #include "base/reaper.h"
 #include "base/status.h"
+#include "oci/sizing.h"
 
 namespace google::protobuf {
 class Any;
@@ -38,6 +45,7 @@ struct RuntimeOptions {
   // Extra global flags, `--<key>=<value>` in key order: the `[runsc_config]`
   // table (runsc's own flags: network, platform, debug, debug-log, ...).
   std::map<std::string, std::string> runtime_flags;
+  friend bool operator==(const RuntimeOptions&, const RuntimeOptions&) = default;
 };
 
 // What the container process gets as stdio. Descriptors are borrowed: the
@@ -49,9 +57,20 @@ struct ProcessStdio {
   std::string console_socket;  // set for terminal processes instead of fds
 };
 
+// The pod as the backend sees it when the pod is prepared: for the vm
+// backend, what the VM is booted with.
+struct SandboxRequest {
+  std::string id;      // the pod (the pause container's id, or the sandbox id)
+  std::string bundle;  // the pause container's (or sandbox's) bundle
+  std::optional<oci::PodSize> size;
+};
+
 struct CreateRequest {
   std::string id;
-  std::string bundle;    // holds config.json; pid file and runtime log go here
+  std::string bundle;  // holds config.json; pid file and runtime log go here
+  // The spec says this container joins a pod's sandbox (CRI container type
+  // "container"); the core reads the spec once and tells the backend.
+  bool joins_sandbox = false;
   std::string pid_file;  // where the runtime writes the init's pid
   ProcessStdio stdio;
   std::string checkpoint;  // non-empty: restore from this image dir at Start
@@ -84,6 +103,16 @@ using Done = std::function<void(Status)>;
 class Backend {
  public:
   virtual ~Backend() = default;
+
+  // The pod, before its first container is created (the vm backend boots
+  // its VM here; the OCI CLI runtimes have nothing to do: their sandbox is
+  // the pause container).
+  virtual void PrepareSandbox(const SandboxRequest& req, Done done) = 0;
+  // The pod, after its last container is deleted.
+  virtual void TeardownSandbox(Done done) = 0;
+  // Forgets what the backend keeps for container `id` (deleted). Calls for it
+  // still running are answered as they finish.
+  virtual void Release(const std::string& id) = 0;
 
   // Creates the container (runtime `create`): on success the init's pid is in
   // `pid_file`. A runtime failure carries the runtime's own error message.
@@ -128,15 +157,25 @@ class Backend {
   virtual void WatchInitExit(const std::string& id, pid_t pid,
                              std::function<void(int exit_status)> on_exit) = 0;
 
+  // Whether `other` would be served by a backend like this one (the pod's
+  // containers must share one runtime).
+  virtual bool Serves(const RuntimeOptions& other) const = 0;
+
   // Short name for logs ("runc", "crun").
   virtual std::string name() const = 0;
 };
 
-// The backend for one container. `ns` is the containerd namespace (it names
-// the runtime root), `bundle` the container's bundle.
+// Makes the backend of one pod from the runtime options of its first
+// container.
+using BackendFactory = std::function<Result<std::unique_ptr<Backend>>(const RuntimeOptions&)>;
+
+// The production factory. `ns` is the containerd namespace (it names the
+// runtime root).
+BackendFactory DefaultBackendFactory(EventLoop& loop, Reaper& reaper, std::string ns);
+
+// The backend for one pod (what DefaultBackendFactory makes).
 Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
-                                             const RuntimeOptions& options, const std::string& ns,
-                                             const std::string& bundle);
+                                             const RuntimeOptions& options, const std::string& ns);
 
 // The OCI runtime features document (JSON) of the runtime `options` selects:
 // `<runtime> features` where the runtime has it, else one hull builds. Blocks;

@@ -56,14 +56,20 @@ bool IsDirectory(const std::string& path) {
 }  // namespace
 
 Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
-                                             const RuntimeOptions& options, const std::string& ns,
-                                             const std::string& bundle) {
+                                             const RuntimeOptions& options, const std::string& ns) {
   HULL_ASSIGN_OR_RETURN(std::string binary, ResolveBinary(options.binary_name));
-  oci_cli::RuntimeConfig config = oci_cli::MakeRuntimeConfig(options, ns, bundle);
+  // The pod's config: each container's calls log to its own bundle.
+  oci_cli::RuntimeConfig config = oci_cli::MakeRuntimeConfig(options, ns, /*bundle=*/"");
   // Run the binary that was checked; the root keeps the configured name.
   config.binary = std::move(binary);
   return std::unique_ptr<Backend>(std::make_unique<oci_cli::OciCliBackend>(
-      loop, reaper, ArgvBuilder(FlavourFor(options.binary_name), std::move(config))));
+      loop, reaper, ArgvBuilder(FlavourFor(options.binary_name), std::move(config)), options));
+}
+
+BackendFactory DefaultBackendFactory(EventLoop& loop, Reaper& reaper, std::string ns) {
+  return [&loop, &reaper, ns = std::move(ns)](const RuntimeOptions& options) {
+    return MakeBackend(loop, reaper, options, ns);
+  };
 }
 
 Result<std::string> RuntimeFeatures(const RuntimeOptions& options) {

@@ -7,13 +7,12 @@
 #include <cstring>
 
 #include "base/file_util.h"
-#include "cgroups/cgroups.h"
 #include "containerd/task/v2/shim.pb.h"
 #include "shim/cli/shim_socket.h"
 #include "shim/cli/socket_address.h"
 #include "shim/config/config.h"
 #include "shim/mount/mount.h"
-#include "shim/pod/pod_cgroup.h"
+#include "shim/pod/pod.h"
 
 namespace hull::shim {
 namespace {
@@ -58,40 +57,6 @@ void RemoveDeadSocket(const DeleteRequest& req, const Logger& log) {
   }
 }
 
-// A server killed outright never left its pod cgroup: the empty hull-shim
-// leaf, and the pod cgroup if hull created it, are still there. A live
-// server's leaf is not touched (it leaves at exit); a pod cgroup with other
-// containers in it stays (docs/sizing.md says who removes it).
-void RemovePodCgroupLeftovers(const DeleteRequest& req, const Logger& log) {
-  const std::string record = req.bundle + "/" + std::string(kPodCgroupFile);
-  Result<PodCgroupPlacement> placement = ReadPodCgroupFile(record);
-  if (!placement) {
-    if (placement.error().code() != Code::kNotFound) {
-      log.Warn("delete {}: {}", req.cmd.id, placement.error().ToString());
-    }
-    return;
-  }
-  std::string cgroupfs = req.cgroupfs;
-  if (cgroupfs.empty()) {
-    Result<cgroups::Host> host = cgroups::DetectHost();
-    if (!host || !host->unified) {
-      log.Warn("delete {}: pod cgroup {}: no cgroup2 mount to clean it up", req.cmd.id,
-               placement->pod);
-      return;
-    }
-    cgroupfs = host->unified->mount_point;
-  }
-  Status removed = RemoveLeftPodCgroups(*placement, cgroupfs);
-  if (removed.code() == Code::kFailedPrecondition) {
-    log.Info("delete {}: {}", req.cmd.id, removed.message());
-  } else if (!removed.ok()) {
-    log.Warn("delete {}: {}", req.cmd.id, removed.ToString());
-  } else {
-    log.Info("delete {}: pod cgroup {}: {} removed", req.cmd.id, placement->pod,
-             placement->created_pod ? "shim leaf and pod cgroup" : "shim leaf");
-  }
-}
-
 }  // namespace
 
 Result<std::string> RunDelete(const DeleteRequest& req, const Logger& log) {
@@ -109,7 +74,7 @@ Result<std::string> RunDelete(const DeleteRequest& req, const Logger& log) {
   RemoveDeadSocket(req, log);
   // After the force-delete: the runtime has removed the container's own
   // cgroup, so the pod cgroup can be empty now.
-  RemovePodCgroupLeftovers(req, log);
+  Pod::CleanUpAfterServer(req.bundle, req.cgroupfs, "delete " + req.cmd.id, log);
 
   containerd::task::v2::DeleteResponse response;
   response.set_pid(ReadInitPid(req.bundle));

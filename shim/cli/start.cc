@@ -19,9 +19,7 @@
 #include "shim/config/config.h"
 #include "shim/config/start_input.h"
 #include "shim/mount/mountinfo.h"
-#include "shim/pod/pod_cgroup.h"
-#include "shim/pod/pod_cgroup_setup.h"
-#include "shim/pod/pod_size.h"
+#include "shim/pod/pod.h"
 
 extern char** environ;
 
@@ -30,6 +28,24 @@ namespace {
 
 using containerd::runtime::bootstrap::v1::BootstrapParams;
 using containerd::runtime::bootstrap::v1::BootstrapResult;
+
+// A spawned child that is killed and reaped when dropped, unless released.
+class OwnedChild {
+ public:
+  explicit OwnedChild(pid_t pid) : pid_(pid) {}
+  ~OwnedChild() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  OwnedChild(const OwnedChild&) = delete;
+  OwnedChild& operator=(const OwnedChild&) = delete;
+  void Release() { pid_ = -1; }
+
+ private:
+  pid_t pid_;
+};
 
 // Runs `undo` on scope exit unless dismissed.
 class ScopeGuard {
@@ -133,8 +149,8 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
   Result<oci::Spec> spec = oci::Spec::Load(req.bundle + "/" + std::string(oci::kConfigFileName));
   if (!spec) return spec.error().WithContext("start");
   const std::string group = GroupingId(spec->Annotations(), req.cmd.id);
-  Result<std::optional<oci::PodSize>> pod_size = RecordPodSize(
-      req.bundle, spec->Annotations(), config->sizing.policy, log, "start " + req.cmd.id);
+  Result<std::optional<oci::PodSize>> pod_size =
+      Pod::Size(req.bundle, *spec, config->sizing.policy, log, "start " + req.cmd.id);
   if (!pod_size) return pod_size.error().WithContext("start");
 
   std::string socket_dir = req.env.socket_dir;
@@ -156,38 +172,26 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
     return Output(address, bootstrap);
   }
 
-  pid_t child = -1;
+  // What a failed start undoes: the server (an owned child, killed and
+  // reaped), the socket, the address file, the pod cgroup it prepared.
+  std::optional<OwnedChild> child;
   bool wrote_address = false;
-  std::optional<PodCgroupPlacement> pod;
-  std::string cgroupfs;
+  std::optional<PodCgroupSetup> pod;
   ScopeGuard undo([&] {
-    if (child > 0) {
-      ::kill(child, SIGKILL);
-      while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
-      }
-    }
+    child.reset();
     ::unlink(socket_path.c_str());
     if (wrote_address) ::unlink((req.bundle + "/address").c_str());
-    if (pod) {
-      // The server is gone: only the leaf and a pod cgroup hull made remain.
-      RemovePlacementCgroups(*pod, cgroupfs).IgnoreError();
-      ::unlink((req.bundle + "/" + std::string(kPodCgroupFile)).c_str());
-    }
+    if (pod) Pod::UndoStart(req.bundle, *pod);
   });
 
   HULL_RETURN_IF_ERROR_CTX(WriteAddressFile(req.bundle, address), "start");
   wrote_address = true;
 
-  Result<std::optional<PodCgroupSetup>> prepared = SetUpPodCgroup(
-      "start " + req.cmd.id, spec->CgroupsPath(), *config, *pod_size,
+  Result<std::optional<PodCgroupSetup>> prepared = Pod::PrepareAtStart(
+      req.bundle, "start " + req.cmd.id, *spec, *config, *pod_size,
       [&config] { return ServerOrigin(*config); }, log);
   if (!prepared) return prepared.error().WithContext("start");
-  if (*prepared) {
-    pod = std::move((*prepared)->placement);
-    cgroupfs = std::move((*prepared)->cgroupfs);
-  }
-  // Before the server starts: it reads the record to leave at exit.
-  if (pod) HULL_RETURN_IF_ERROR_CTX(WritePodCgroupFile(req.bundle, *pod), "start");
+  pod = std::move(*prepared);
 
   if (req.env.sched_core) HULL_RETURN_IF_ERROR_CTX(CreateSchedCoreCookie(), "start");
 
@@ -201,19 +205,19 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
   // The server has its copy; this process must not keep the socket open.
   listener->fd.reset();
   if (!pid) return pid.error().WithContext("start: run the shim server");
-  child = *pid;
+  child.emplace(*pid);
 
-  if (pod && !pod->shim_leaf.empty()) {
-    HULL_RETURN_IF_ERROR_CTX(PlaceShim(*pod, child, cgroupfs),
-                             "start: place the shim in the pod cgroup");
+  if (pod && !pod->placement.shim_leaf.empty()) {
+    HULL_RETURN_IF_ERROR_CTX(Pod::PlaceServer(*pod, *pid), "start");
   } else if (!config->shim_cgroup.empty()) {
     Result<std::vector<MountInfo>> mounts = ReadMountInfo();
     if (!mounts) return mounts.error().WithContext("start: find cgroup hierarchies");
-    HULL_RETURN_IF_ERROR_CTX(MoveToCgroup(child, config->shim_cgroup, *mounts), "start");
+    HULL_RETURN_IF_ERROR_CTX(MoveToCgroup(*pid, config->shim_cgroup, *mounts), "start");
   }
-  HULL_RETURN_IF_ERROR_CTX(AdjustOomScore(child, ::getppid()), "start: set the shim's OOM score");
+  HULL_RETURN_IF_ERROR_CTX(AdjustOomScore(*pid, ::getppid()), "start: set the shim's OOM score");
 
-  log.Info("start {}: server pid {} listening at {}", req.cmd.id, child, address);
+  log.Info("start {}: server pid {} listening at {}", req.cmd.id, *pid, address);
+  child->Release();
   undo.Dismiss();
   return Output(address, bootstrap);
 }

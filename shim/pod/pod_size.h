@@ -1,8 +1,9 @@
-// The pod's size in the shim: for a pause container (CRI container type
-// "sandbox"), `start` and Task.Create compute oci::PodSize from the spec's
-// annotations with the config's [sizing] policy, log it, and record it in
-// <bundle>/hull-pod-size.json, where the VM backend boots from it. The
-// file's keys are in docs/sizing.md. Blocking file writes; no state.
+// The pod's size on disk: for a pause container (CRI container type
+// "sandbox"), oci::PodSize computed from the spec's annotations with the
+// config's [sizing] policy is logged and recorded in
+// <bundle>/hull-pod-size.json, where it is read back (Pod::Size) and the VM
+// backend boots from it. The file's keys are in docs/sizing.md. Blocking
+// file I/O; no state.
 #pragma once
 
 #include <map>
@@ -26,6 +27,10 @@ std::string PodSizeJson(const oci::PodSize& size);
 
 // <bundle>/hull-pod-size.json, written atomically (mode 0644).
 Status WritePodSizeFile(const std::string& bundle, const oci::PodSize& size);
+
+// Reads a record WritePodSizeFile wrote back: NotFound when absent,
+// InvalidArgument when malformed.
+Result<oci::PodSize> ReadPodSizeFile(const std::string& path);
 
 // For a pause container: computes the size, logs it (one info line, plus a
 // warning line per PodSize warning, prefixed with `who`) and writes the

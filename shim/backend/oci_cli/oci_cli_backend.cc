@@ -3,12 +3,12 @@
 #include <fcntl.h>
 #include <signal.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "base/spawn.h"
 #include "google/protobuf/any.pb.h"
+#include "oci/annotations.h"
 #include "shim/backend/oci_cli/cgroup_bridge.h"
 #include "shim/backend/oci_cli/runsc_events.h"
 #include "shim/backend/oci_cli/runtime_error.h"
@@ -22,48 +22,67 @@ struct OciCliBackend::PendingStart {
 
 namespace {
 
-constexpr std::string_view kContainerType = "io.kubernetes.cri.container-type";
-constexpr std::string_view kSandboxId = "io.kubernetes.cri.sandbox-id";
-
 // From `runsc list --format json`: the ids of the containers that joined
 // sandbox `id` (container-type "container", sandbox-id `id`).
 std::vector<std::string> JoinedContainers(const std::string& list_json, const std::string& id) {
   std::vector<std::string> out;
   auto list = nlohmann::json::parse(list_json, nullptr, /*allow_exceptions=*/false);
   if (!list.is_array()) return out;
+  const std::string type_key(oci::kContainerType), sandbox_key(oci::kSandboxId);
   for (const auto& entry : list) {
     if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_string()) continue;
     const std::string& other = entry["id"].get_ref<const std::string&>();
     auto annotations = entry.find("annotations");
     if (other == id || annotations == entry.end() || !annotations->is_object()) continue;
-    auto type = annotations->find(kContainerType);
-    auto sandbox = annotations->find(kSandboxId);
-    if (type != annotations->end() && *type == "container" && sandbox != annotations->end() &&
-        *sandbox == id) {
+    auto type = annotations->find(type_key);
+    auto sandbox = annotations->find(sandbox_key);
+    if (type != annotations->end() && *type == oci::kContainerTypeContainer &&
+        sandbox != annotations->end() && *sandbox == id) {
       out.push_back(other);
     }
   }
   return out;
 }
 
-// Whether the container of `bundle` joins a sandbox: its config.json says
-// io.kubernetes.cri.container-type "container" (runsc reads the same).
-bool JoinsSandbox(const std::string& bundle) {
-  std::ifstream in(bundle + "/config.json");
-  auto spec = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!spec.is_object()) return false;
-  auto annotations = spec.find("annotations");
-  if (annotations == spec.end() || !annotations->is_object()) return false;
-  auto type = annotations->find(kContainerType);
-  return type != annotations->end() && *type == "container";
+Status ContainerDeleted(const std::string& id) {
+  return NotFoundError("container " + id + " deleted");
 }
 
 }  // namespace
 
-OciCliBackend::OciCliBackend(EventLoop& loop, Reaper& reaper, ArgvBuilder argv)
-    : loop_(loop), reaper_(reaper), argv_(std::move(argv)) {}
+OciCliBackend::OciCliBackend(EventLoop& loop, Reaper& reaper, ArgvBuilder argv,
+                             RuntimeOptions options)
+    : loop_(loop), reaper_(reaper), argv_(std::move(argv)), options_(std::move(options)) {}
 
-OciCliBackend::~OciCliBackend() = default;
+OciCliBackend::~OciCliBackend() {
+  // Every call still running is answered: its caller may be an RPC that
+  // containerd waits on. A continuation that would run the runtime again
+  // (Run) is answered at once, below, so this ends.
+  destroying_ = true;
+  while (!calls_.empty()) {
+    Running running = std::move(calls_.begin()->second);
+    calls_.erase(calls_.begin());
+    running.command.reset();  // kills the runtime process
+    running.done(ContainerDeleted(running.id), CommandResult{});
+  }
+}
+
+void OciCliBackend::PrepareSandbox(const SandboxRequest&, Done done) {
+  PostDone(std::move(done), Status());
+}
+
+void OciCliBackend::TeardownSandbox(Done done) {
+  PostDone(std::move(done), Status());
+}
+
+void OciCliBackend::Release(const std::string& id) {
+  containers_.erase(id);
+}
+
+const ArgvBuilder& OciCliBackend::ArgvFor(const std::string& id) const {
+  auto it = containers_.find(id);
+  return it == containers_.end() ? argv_ : it->second.argv;
+}
 
 Result<int> OciCliBackend::DevNull() {
   if (!dev_null_) {
@@ -85,6 +104,7 @@ Status OciCliBackend::Failure(const Call& call, const std::string& log_tail,
 }
 
 void OciCliBackend::Run(Call call, CallDone done) {
+  if (destroying_) return done(ContainerDeleted(call.id), CommandResult{});
   const std::string context = std::string(argv_.flavour().name) + " " + call.what + " " + call.id;
   SpawnOptions options{.argv = call.argv, .parent_death_signal = SIGKILL};
   if (call.stdio != nullptr) {
@@ -109,34 +129,33 @@ void OciCliBackend::Run(Call call, CallDone done) {
     }
   }
   call.stdio = nullptr;  // borrowed from the request; not needed past here
-  LogCursor log = LogCursor::At(call.reads_log ? argv_.config().log_path : std::string());
+  const std::string& log_path = ArgvFor(call.id).config().log_path;
+  LogCursor log = LogCursor::At(call.reads_log ? log_path : std::string());
   const uint64_t key = next_call_++;
   std::string stdin_data = call.stdin_data;
-  auto command =
-      Command::Start(loop_, reaper_, std::move(options), std::move(stdin_data),
-                     [this, key, call = std::make_shared<const Call>(std::move(call)), log,
-                      done](CommandResult r) { OnExit(key, *call, log, done, std::move(r)); });
+  std::string id = call.id;
+  auto command = Command::Start(loop_, reaper_, std::move(options), std::move(stdin_data),
+                                [this, key, call = std::make_shared<const Call>(std::move(call)),
+                                 log](CommandResult r) { OnExit(key, *call, log, std::move(r)); });
   if (!command) {
     loop_.Post([done = std::move(done), s = command.error().WithContext(context)] {
       done(s, CommandResult{});
     });
     return;
   }
-  calls_.emplace(key, std::move(*command));
+  calls_.emplace(key, Running{std::move(*command), std::move(id), std::move(done)});
 }
 
-void OciCliBackend::OnExit(uint64_t key, const Call& call, const LogCursor& log,
-                           const CallDone& done, CommandResult r) {
+void OciCliBackend::OnExit(uint64_t key, const Call& call, const LogCursor& log, CommandResult r) {
   // The Command that called us is finished. It dies when this returns, after
   // `done`, which may destroy this backend: nothing touches `this` after it.
-  // (`call`, `log` and `done` live in the callback itself, not in the Command.)
-  std::unique_ptr<Command> finished;
-  if (auto it = calls_.find(key); it != calls_.end()) {
-    finished = std::move(it->second);
-    calls_.erase(it);
-  }
+  // (`call` and `log` live in the Command's callback, which outlives this.)
+  auto it = calls_.find(key);
+  if (it == calls_.end()) return;
+  Running finished = std::move(it->second);
+  calls_.erase(it);
   Status status = r.ok() ? Status() : Failure(call, log.ReadNew(), r);
-  done(std::move(status), std::move(r));
+  finished.done(std::move(status), std::move(r));
 }
 
 Result<std::shared_ptr<OciCliBackend::PendingStart>> OciCliBackend::Hold(const CreateRequest& req) {
@@ -157,40 +176,51 @@ Result<std::shared_ptr<OciCliBackend::PendingStart>> OciCliBackend::Hold(const C
 
 void OciCliBackend::Create(const CreateRequest& req, Done done) {
   const bool restore = !req.checkpoint.empty();
-  if (argv_.flavour().joined_exit_from_wait && JoinsSandbox(req.bundle)) joined_.insert(req.id);
+  RuntimeConfig config = argv_.config();
+  config.log_path = req.bundle.empty() ? std::string() : req.bundle + "/log.json";
+  containers_.erase(req.id);
+  Entry& entry =
+      containers_.emplace(req.id, Entry(ArgvBuilder(argv_.flavour(), std::move(config))))
+          .first->second;
+  entry.joined = argv_.flavour().joined_exit_from_wait && req.joins_sandbox;
   if (restore || argv_.flavour().stdio_at_start_too) {
     // Keep our own copies of the stdio descriptors for Start.
     auto pending = Hold(req);
     if (!pending) return PostDone(std::move(done), pending.error());
-    pending_starts_[req.id] = std::move(*pending);
+    entry.pending_start = std::move(*pending);
     // Restored at Start: nothing runs now.
     if (restore) return PostDone(std::move(done), Status());
   }
-  Run(Call{.what = "create", .id = req.id, .argv = argv_.Create(req), .stdio = &req.stdio},
+  Run(Call{.what = "create", .id = req.id, .argv = entry.argv.Create(req), .stdio = &req.stdio},
       [this, id = req.id, done = std::move(done)](Status s, CommandResult) {
-        if (!s.ok()) pending_starts_.erase(id);
+        if (!s.ok()) {
+          if (auto it = containers_.find(id); it != containers_.end()) {
+            it->second.pending_start.reset();
+          }
+        }
         done(std::move(s));
       });
 }
 
 void OciCliBackend::Start(const std::string& id, Done done) {
   std::shared_ptr<PendingStart> pending;
-  if (auto it = pending_starts_.find(id); it != pending_starts_.end()) {
-    pending = std::move(it->second);
-    pending_starts_.erase(it);
-    if (!pending->req.checkpoint.empty()) return Restore(std::move(pending), std::move(done));
+  if (auto it = containers_.find(id); it != containers_.end()) {
+    pending = std::exchange(it->second.pending_start, nullptr);
+    if (pending && !pending->req.checkpoint.empty()) {
+      return Restore(std::move(pending), std::move(done));
+    }
   }
-  // Spawn hands the runtime its own copies of `pending`'s descriptors.
+  // Spawn hands the runtime its own copies of `pending`'s descriptors; ours
+  // close when the call is done.
   Run(Call{.what = "start",
            .id = id,
-           .argv = argv_.Start(id),
+           .argv = ArgvFor(id).Start(id),
            .stdio = pending ? &pending->req.stdio : nullptr},
-      [this, id, done = std::move(done)](Status s, CommandResult) {
-        if (s.ok()) {
-          started_.insert(id);
-          if (auto it = waits_after_start_.find(id); it != waits_after_start_.end()) {
-            auto on_exit = std::move(it->second);
-            waits_after_start_.erase(it);
+      [this, id, pending, done = std::move(done)](Status s, CommandResult) {
+        auto it = containers_.find(id);
+        if (s.ok() && it != containers_.end()) {
+          it->second.started = true;
+          if (auto on_exit = std::exchange(it->second.wait_after_start, nullptr)) {
             RunWait(id, std::move(on_exit));
           }
         }
@@ -202,18 +232,21 @@ void OciCliBackend::Restore(std::shared_ptr<PendingStart> pending, Done done) {
   // Spawn hands the runtime its own copies of the stdio descriptors; ours
   // close when `pending` goes, at the end of this call.
   const CreateRequest& req = pending->req;
-  Run(Call{.what = "restore", .id = req.id, .argv = argv_.Restore(req), .stdio = &req.stdio},
+  Run(Call{.what = "restore",
+           .id = req.id,
+           .argv = ArgvFor(req.id).Restore(req),
+           .stdio = &req.stdio},
       [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
 }
 
 void OciCliBackend::Exec(const ExecRequest& req, Done done) {
-  Run(Call{.what = "exec", .id = req.id, .argv = argv_.Exec(req), .stdio = &req.stdio},
+  Run(Call{.what = "exec", .id = req.id, .argv = ArgvFor(req.id).Exec(req), .stdio = &req.stdio},
       [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
 }
 
 void OciCliBackend::Kill(const std::string& id, int signal, bool all, Done done) {
   const Flavour& flavour = argv_.flavour();
-  Run(Call{.what = "kill", .id = id, .argv = argv_.Kill(id, signal, all)},
+  Run(Call{.what = "kill", .id = id, .argv = ArgvFor(id).Kill(id, signal, all)},
       [&flavour, done = std::move(done)](Status s, CommandResult) {
         if (!s.ok() && IsProcessGone(flavour, s.message())) {
           s = NotFoundError("process already finished (" + s.message() + ")");
@@ -223,10 +256,12 @@ void OciCliBackend::Kill(const std::string& id, int signal, bool all, Done done)
 }
 
 void OciCliBackend::Delete(const std::string& id, bool force, Done done) {
-  pending_starts_.erase(id);
-  waits_after_start_.erase(id);
+  if (auto it = containers_.find(id); it != containers_.end()) {
+    it->second.pending_start.reset();
+    it->second.wait_after_start = nullptr;
+  }
   if (argv_.flavour().sandbox_deletes_last) return DeleteSandboxLast(id, force, std::move(done));
-  Run(Call{.what = "delete", .id = id, .argv = argv_.Delete(id, force)},
+  Run(Call{.what = "delete", .id = id, .argv = ArgvFor(id).Delete(id, force)},
       [done = std::move(done)](Status s, CommandResult) {
         // Already gone is what Delete wants.
         done(s.code() == Code::kNotFound ? Status() : std::move(s));
@@ -240,7 +275,7 @@ void OciCliBackend::DeleteSandboxLast(const std::string& id, bool force, Done do
       [this, id, force, done = std::move(done)](Status s, CommandResult r) mutable {
         std::vector<std::string> ids =
             s.ok() ? JoinedContainers(r.out, id) : std::vector<std::string>{};
-        Argv last = argv_.Delete(id, force || !ids.empty());
+        Argv last = ArgvFor(id).Delete(id, force || !ids.empty());
         DeleteEach(std::move(ids), [this, id, last = std::move(last),
                                     done = std::move(done)](Status joined) mutable {
           if (!joined.ok()) return done(joined.WithContext("delete sandbox " + id));
@@ -256,7 +291,7 @@ void OciCliBackend::DeleteEach(std::vector<std::string> ids, Done done) {
   if (ids.empty()) return done(Status());
   std::string id = std::move(ids.back());
   ids.pop_back();
-  Run(Call{.what = "delete", .id = id, .argv = argv_.Delete(id, /*force=*/true)},
+  Run(Call{.what = "delete", .id = id, .argv = ArgvFor(id).Delete(id, /*force=*/true)},
       [this, ids = std::move(ids), done = std::move(done)](Status s, CommandResult) mutable {
         if (!s.ok() && s.code() != Code::kNotFound) return done(std::move(s));
         DeleteEach(std::move(ids), std::move(done));
@@ -264,12 +299,12 @@ void OciCliBackend::DeleteEach(std::vector<std::string> ids, Done done) {
 }
 
 void OciCliBackend::Pause(const std::string& id, Done done) {
-  Run(Call{.what = "pause", .id = id, .argv = argv_.Pause(id)},
+  Run(Call{.what = "pause", .id = id, .argv = ArgvFor(id).Pause(id)},
       [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
 }
 
 void OciCliBackend::Resume(const std::string& id, Done done) {
-  Run(Call{.what = "resume", .id = id, .argv = argv_.Resume(id)},
+  Run(Call{.what = "resume", .id = id, .argv = ArgvFor(id).Resume(id)},
       [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
 }
 
@@ -277,13 +312,15 @@ void OciCliBackend::Update(const std::string& id, const std::string& resources_j
   if (std::string_view why = argv_.flavour().no_update; !why.empty()) {
     return PostDone(std::move(done), UnimplementedError("update " + id + ": " + std::string(why)));
   }
-  Run(Call{.what = "update", .id = id, .argv = argv_.Update(id), .stdin_data = resources_json},
+  Run(
+      Call{
+          .what = "update", .id = id, .argv = ArgvFor(id).Update(id), .stdin_data = resources_json},
       [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
 }
 
 void OciCliBackend::Ps(const std::string& id,
                        std::function<void(Result<std::vector<pid_t>>)> done) {
-  Run(Call{.what = "ps", .id = id, .argv = argv_.Ps(id)},
+  Run(Call{.what = "ps", .id = id, .argv = ArgvFor(id).Ps(id)},
       [id, done = std::move(done)](Status s, CommandResult r) {
         if (!s.ok()) return done(std::move(s));
         auto pids = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
@@ -351,7 +388,7 @@ void OciCliBackend::CheckpointFrom(CheckpointStep step, CheckpointRequest req, D
       });
     }
     case CheckpointStep::kDump: {
-      Call call{.what = "checkpoint", .id = req.id, .argv = argv_.Checkpoint(req)};
+      Call call{.what = "checkpoint", .id = req.id, .argv = ArgvFor(req.id).Checkpoint(req)};
       return Run(std::move(call),
                  [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
     }
@@ -370,7 +407,7 @@ void OciCliBackend::Stats(const std::string& id, pid_t init_pid,
 
 void OciCliBackend::EventsStats(const std::string& id,
                                 std::function<void(Result<google::protobuf::Any>)> done) {
-  Run(Call{.what = "events --stats", .id = id, .argv = argv_.EventsStats(id)},
+  Run(Call{.what = "events --stats", .id = id, .argv = ArgvFor(id).EventsStats(id)},
       [id, done = std::move(done)](Status s, CommandResult r) {
         if (!s.ok()) return done(std::move(s));
         auto metrics = MetricsFromRunscStats(r.out);
@@ -386,21 +423,22 @@ void OciCliBackend::EventsStats(const std::string& id,
 
 void OciCliBackend::WatchInitExit(const std::string& id, pid_t pid,
                                   std::function<void(int exit_status)> on_exit) {
-  if (!joined_.contains(id)) {
+  auto it = containers_.find(id);
+  if (it == containers_.end() || !it->second.joined) {
     reaper_.Watch(pid, [on_exit = std::move(on_exit)](int wait_status) {
       on_exit(ExitStatusFromWait(wait_status));
     });
     return;
   }
-  if (!started_.contains(id)) {
-    waits_after_start_[id] = std::move(on_exit);
+  if (!it->second.started) {
+    it->second.wait_after_start = std::move(on_exit);
     return;
   }
   RunWait(id, std::move(on_exit));
 }
 
 void OciCliBackend::RunWait(const std::string& id, std::function<void(int)> on_exit) {
-  Run(Call{.what = "wait", .id = id, .argv = argv_.Wait(id), .reads_log = false},
+  Run(Call{.what = "wait", .id = id, .argv = ArgvFor(id).Wait(id), .reads_log = false},
       [on_exit = std::move(on_exit)](Status s, CommandResult r) {
         // A wait that fails (the sandbox died under it) has no status to
         // give; 255 is what a lost process gets elsewhere in hull.
@@ -416,13 +454,19 @@ Result<EventHandle> OciCliBackend::WatchOom(const std::string& id, pid_t init_pi
   }
   auto handle = WatchContainerOom(loop_, init_pid, std::move(on_oom));
   if (!handle) return handle.error().WithContext("watch OOM of " + id);
-  if (auto counter = ContainerOomCounter(init_pid)) oom_counter_ = std::move(*counter);
+  auto it = containers_.find(id);
+  if (it != containers_.end()) {
+    if (auto counter = ContainerOomCounter(init_pid)) it->second.oom_counter = std::move(*counter);
+  }
   return handle;
 }
 
 Result<uint64_t> OciCliBackend::OomKillCount(const std::string& id) {
-  if (!oom_counter_) return UnimplementedError("no OOM counter for " + id);
-  return oom_counter_();
+  auto it = containers_.find(id);
+  if (it == containers_.end() || !it->second.oom_counter) {
+    return UnimplementedError("no OOM counter for " + id);
+  }
+  return it->second.oom_counter();
 }
 
 }  // namespace hull::shim::oci_cli

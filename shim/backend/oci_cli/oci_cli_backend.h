@@ -1,8 +1,11 @@
-// OciCliBackend: the Backend for OCI runtime CLIs (runc, crun, runsc). Each call runs
-// the runtime as a child process (Command) on the shim's loop; its exit and
-// output come back as loop events and become the call's Status, carrying the
-// runtime's own error message. The backend owns the runtime processes in
-// flight: dropping it kills them, and their `done` is never called.
+// OciCliBackend: the Backend for OCI runtime CLIs (runc, crun, runsc), one per
+// pod. Each call runs the runtime as a child process (Command) on the shim's
+// loop; its exit and output come back as loop events and become the call's
+// Status, carrying the runtime's own error message. What differs between the
+// pod's containers (the runtime log in each bundle, held stdio, runsc's
+// joined containers, the OOM counter) is kept per container until Release.
+// The backend owns the runtime processes in flight: dropping it kills them
+// and answers their `done` with NotFound "container deleted".
 // Loop thread only.
 #pragma once
 
@@ -23,8 +26,16 @@ namespace hull::shim::oci_cli {
 
 class OciCliBackend final : public Backend {
  public:
-  OciCliBackend(EventLoop& loop, Reaper& reaper, ArgvBuilder argv);
+  // `argv` carries the pod's runtime config; each container's calls log to
+  // its own bundle. `options` is what the backend was made from (Serves).
+  OciCliBackend(EventLoop& loop, Reaper& reaper, ArgvBuilder argv, RuntimeOptions options);
   ~OciCliBackend() override;
+
+  // Nothing to prepare or tear down: the pause container is the sandbox.
+  void PrepareSandbox(const SandboxRequest& req, Done done) override;
+  void TeardownSandbox(Done done) override;
+  void Release(const std::string& id) override;
+  bool Serves(const RuntimeOptions& other) const override { return other == options_; }
 
   // With a checkpoint, Create only records the request (duplicating its stdio
   // descriptors, so the caller may close them) and Start restores from it; the
@@ -54,8 +65,25 @@ class OciCliBackend final : public Backend {
   std::string name() const override { return std::string(argv_.flavour().name); }
 
  private:
-  // The container's cgroup OOM-kill counter, found by WatchOom.
-  std::function<Result<uint64_t>()> oom_counter_;
+  struct PendingStart;
+  // What the backend keeps for one container, from Create to Release.
+  struct Entry {
+    explicit Entry(ArgvBuilder a) : argv(std::move(a)) {}
+    ArgvBuilder argv;  // logs to the container's bundle
+    // The container's cgroup OOM-kill counter, found by WatchOom.
+    std::function<Result<uint64_t>()> oom_counter;
+    // What Create leaves for Start (see Hold).
+    std::shared_ptr<PendingStart> pending_start;
+    // runsc: the container joined a sandbox; its exit comes from `runsc
+    // wait`, which must wait for Start (a wait of an unstarted container
+    // fails).
+    bool joined = false;
+    bool started = false;
+    std::function<void(int)> wait_after_start;
+  };
+  // The container's argv builder; the pod's for a container never created
+  // here (its calls log nowhere).
+  const ArgvBuilder& ArgvFor(const std::string& id) const;
 
   // One runtime invocation.
   struct Call {
@@ -71,9 +99,13 @@ class OciCliBackend final : public Backend {
   // `done(status, result)`: status is OK for exit 0, else the runtime's
   // message with its code and "<runtime> <what> <id>: " in front.
   using CallDone = std::function<void(Status, CommandResult)>;
+  struct Running {
+    std::unique_ptr<Command> command;
+    std::string id;
+    CallDone done;  // answered by the destructor if the command outlives us
+  };
   void Run(Call call, CallDone done);
-  void OnExit(uint64_t key, const Call& call, const LogCursor& log, const CallDone& done,
-              CommandResult r);
+  void OnExit(uint64_t key, const Call& call, const LogCursor& log, CommandResult r);
   Status Failure(const Call& call, const std::string& log_tail, const CommandResult& r) const;
   // Posts `done(status)` to a later loop turn (calls never finish inline).
   void PostDone(Done done, Status status);
@@ -82,7 +114,6 @@ class OciCliBackend final : public Backend {
   // What Create leaves for Start: the request with copies of its stdio
   // descriptors, for a restore (Create had a checkpoint) or for a runtime
   // that attaches stdio at `start` (runsc's containers that join a sandbox).
-  struct PendingStart;
   Result<std::shared_ptr<PendingStart>> Hold(const CreateRequest& req);
   void Restore(std::shared_ptr<PendingStart> pending, Done done);
   // runsc: deletes the containers that joined sandbox `id`, then `id`.
@@ -96,18 +127,14 @@ class OciCliBackend final : public Backend {
 
   EventLoop& loop_;
   Reaper& reaper_;
-  ArgvBuilder argv_;
+  ArgvBuilder argv_;  // the pod's: no runtime log of its own
+  RuntimeOptions options_;
   UniqueFd dev_null_;  // stdio of container processes given no descriptor
   uint64_t next_call_ = 0;
-  std::map<uint64_t, std::unique_ptr<Command>> calls_;
-  std::map<std::string, std::shared_ptr<PendingStart>> pending_starts_;
-  std::optional<Status> can_checkpoint_;
-  // runsc: containers that joined a sandbox, and their exit watchers that
-  // wait for Start (`runsc wait` of an unstarted container fails).
-  std::set<std::string> joined_;
-  std::set<std::string> started_;
-  std::map<std::string, std::function<void(int)>>
-      waits_after_start_;  // result of the runtime probe
+  std::map<uint64_t, Running> calls_;
+  std::map<std::string, Entry> containers_;
+  std::optional<Status> can_checkpoint_;  // result of the runtime probe
+  bool destroying_ = false;
 };
 
 }  // namespace hull::shim::oci_cli

@@ -187,7 +187,7 @@ class RuntimeTest : public ::testing::TestWithParam<const char*> {
     std::ofstream(c.bundle + "/config.json") << config.dump(2);
     process_template_ = config["process"];
 
-    auto backend = MakeBackend(*loop_, *reaper_, options_, kNs, c.bundle);
+    auto backend = MakeBackend(*loop_, *reaper_, options_, kNs);
     EXPECT_TRUE(backend.has_value()) << backend.error().ToString();
     c.backend = std::move(*backend);
     containers_.push_back(std::move(c));
@@ -567,14 +567,13 @@ TEST(MakeBackendTest, UnknownBinaryIsNamed) {
   auto reaper = Reaper::Create(**loop);
   ASSERT_TRUE(reaper.has_value());
   for (const char* binary : {"hull-no-such-runtime", "/nonexistent/bin/runc"}) {
-    auto backend =
-        MakeBackend(**loop, **reaper, RuntimeOptions{.binary_name = binary}, "default", "/b");
+    auto backend = MakeBackend(**loop, **reaper, RuntimeOptions{.binary_name = binary}, "default");
     ASSERT_FALSE(backend.has_value());
     EXPECT_EQ(backend.error().code(), Code::kNotFound);
     EXPECT_NE(backend.error().message().find(binary), std::string::npos)
         << backend.error().ToString();
   }
-  auto empty = MakeBackend(**loop, **reaper, RuntimeOptions{.binary_name = ""}, "default", "/b");
+  auto empty = MakeBackend(**loop, **reaper, RuntimeOptions{.binary_name = ""}, "default");
   ASSERT_FALSE(empty.has_value());
   EXPECT_EQ(empty.error().code(), Code::kInvalidArgument);
 }
