@@ -49,7 +49,7 @@ TEST_F(PodSizeTest, RecordHasEveryKey) {
   ASSERT_TRUE(size->has_value());
   nlohmann::json j = ReadRecord();
   ASSERT_TRUE(j.is_object());
-  EXPECT_EQ(j.size(), 10u) << j.dump();
+  EXPECT_EQ(j.size(), 12u) << j.dump();  // no "overhead": containerd carries none
   EXPECT_EQ(j["source"], "containerd annotations");
   EXPECT_EQ(j["vcpus"], 2);         // 1.5 + 0.25 -> 2
   EXPECT_EQ(j["memory_mib"], 320);  // 256 + 64
@@ -59,9 +59,44 @@ TEST_F(PodSizeTest, RecordHasEveryKey) {
   EXPECT_EQ(j["memory_limit_bytes"], 268435456);
   EXPECT_EQ(j["pod_cpu_millis"], 1500);
   EXPECT_EQ(j["pod_memory_bytes"], 268435456);
+  EXPECT_EQ(j["vcpus_defaulted"], false);
+  EXPECT_EQ(j["memory_defaulted"], false);
   EXPECT_EQ(j["warnings"], nlohmann::json::array());
   EXPECT_EQ(fs::status(bundle_ / "hull-pod-size.json").permissions() & fs::perms::all,
             fs::perms(0644));
+}
+
+// What the server reads back is what `start` computed (Pod::Size reads the
+// record instead of computing again).
+TEST_F(PodSizeTest, RecordReadsBackAsComputed) {
+  oci::CpuMemory workload{.cpu_period = 100000,
+                          .cpu_quota = 150000,
+                          .cpu_shares = 1536,
+                          .memory_limit_bytes = 256 << 20};
+  const oci::CpuMemory overhead{
+      .cpu_period = 100000, .cpu_quota = 25000, .memory_limit_bytes = 64 << 20};
+  for (const oci::CpuMemory* o : {static_cast<const oci::CpuMemory*>(nullptr), &overhead}) {
+    oci::PodSize size =
+        oci::ComputePodSize(oci::SizeSource::kPodSandboxConfig, workload, o, oci::SizingPolicy{});
+    ASSERT_TRUE(WritePodSizeFile(bundle_.string(), size).ok());
+    auto read = ReadPodSizeFile((bundle_ / "hull-pod-size.json").string());
+    ASSERT_TRUE(read.has_value()) << read.error().ToString();
+    EXPECT_EQ(read->ToString(), size.ToString());
+    EXPECT_EQ(read->workload, size.workload);
+    EXPECT_EQ(read->has_overhead, size.has_overhead);
+    EXPECT_EQ(read->overhead, size.overhead);
+    EXPECT_EQ(read->cpu_limit_set, size.cpu_limit_set);
+    EXPECT_EQ(read->cpu_shares_set, size.cpu_shares_set);
+    EXPECT_EQ(read->memory_limit_set, size.memory_limit_set);
+    EXPECT_EQ(read->pod_cpu_millis, size.pod_cpu_millis);
+    EXPECT_EQ(read->pod_memory_bytes, size.pod_memory_bytes);
+    EXPECT_EQ(read->vcpus, size.vcpus);
+    EXPECT_EQ(read->memory_mib, size.memory_mib);
+  }
+  std::ofstream(bundle_ / "hull-pod-size.json") << "{\"source\": \"PodSandboxConfig\"}";
+  EXPECT_EQ(ReadPodSizeFile((bundle_ / "hull-pod-size.json").string()).error().code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(ReadPodSizeFile((bundle_ / "none.json").string()).error().code(), Code::kNotFound);
 }
 
 TEST_F(PodSizeTest, PolicyAndWarningsReachTheRecord) {
