@@ -153,4 +153,11 @@ int ExitStatusFromWait(int wait_status) {
   return 255;
 }
 
+OwnedChild::~OwnedChild() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
 }  // namespace hull

@@ -41,4 +41,20 @@ Result<pid_t> Spawn(const SpawnOptions& options);
 // The exit status containerd expects: the exit code, or 128 + signal.
 int ExitStatusFromWait(int wait_status);
 
+// A spawned child owned by a blocking caller (a one-shot action, not the
+// loop, which has the Reaper): killed (SIGKILL) and reaped when dropped,
+// unless released to live on.
+class OwnedChild {
+ public:
+  explicit OwnedChild(pid_t pid) : pid_(pid) {}
+  ~OwnedChild();
+  OwnedChild(const OwnedChild&) = delete;
+  OwnedChild& operator=(const OwnedChild&) = delete;
+  pid_t pid() const { return pid_; }
+  void Release() { pid_ = -1; }
+
+ private:
+  pid_t pid_;
+};
+
 }  // namespace hull

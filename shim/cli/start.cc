@@ -29,24 +29,6 @@ namespace {
 using containerd::runtime::bootstrap::v1::BootstrapParams;
 using containerd::runtime::bootstrap::v1::BootstrapResult;
 
-// A spawned child that is killed and reaped when dropped, unless released.
-class OwnedChild {
- public:
-  explicit OwnedChild(pid_t pid) : pid_(pid) {}
-  ~OwnedChild() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-    }
-  }
-  OwnedChild(const OwnedChild&) = delete;
-  OwnedChild& operator=(const OwnedChild&) = delete;
-  void Release() { pid_ = -1; }
-
- private:
-  pid_t pid_;
-};
-
 // Runs `undo` on scope exit unless dismissed.
 class ScopeGuard {
  public:
