@@ -213,13 +213,32 @@ void OciCliBackend::Exec(const ExecRequest& req, Done done) {
 
 void OciCliBackend::Kill(const std::string& id, int signal, bool all, Done done) {
   const Flavour& flavour = argv_.flavour();
+  const bool wait_gone = all && signal == SIGKILL;
   Run(Call{.what = "kill", .id = id, .argv = argv_.Kill(id, signal, all)},
-      [&flavour, done = std::move(done)](Status s, CommandResult) {
+      [this, &flavour, id, wait_gone, done = std::move(done)](Status s, CommandResult) mutable {
         if (!s.ok() && IsProcessGone(flavour, s.message())) {
           s = NotFoundError("process already finished (" + s.message() + ")");
         }
-        done(std::move(s));
+        if (!s.ok() || !wait_gone) return done(std::move(s));
+        WaitUntilEmpty(id, loop_.Now() + kKillAllWait, std::move(done));
       });
+}
+
+void OciCliBackend::WaitUntilEmpty(const std::string& id, EventLoop::Clock::time_point deadline,
+                                   Done done) {
+  Ps(id, [this, id, deadline, done = std::move(done)](Result<std::vector<pid_t>> pids) mutable {
+    // Best effort: a runtime that cannot list them, or processes that take
+    // longer to die, do not fail the kill that was sent.
+    if (!pids || pids->empty() || loop_.Now() >= deadline) return done(Status());
+    const uint64_t key = next_call_++;
+    kill_waits_[key] =
+        loop_.AddTimer(kKillAllPoll, [this, key, id, deadline, done = std::move(done)]() mutable {
+          // Dropping a timer's handle in its own callback is safe (the loop
+          // frees it after the callback returns).
+          kill_waits_.erase(key);
+          WaitUntilEmpty(id, deadline, std::move(done));
+        });
+  });
 }
 
 void OciCliBackend::Delete(const std::string& id, bool force, Done done) {
