@@ -285,7 +285,13 @@ void Container::PublishNewOomKills(bool notified) {
 }
 
 void Container::OnExit(Process* process, int exit_status) {
-  if (!process->start_published) {
+  // issue 12: an init killed in `created` (Kill before Start, or the runtime
+  // ended it) has no start event to follow; with no Start under way, its
+  // exit is reported now, as the Go runc shim does, so that Wait returns and
+  // Delete is allowed.
+  const bool killed_before_start =
+      process->is_init() && process->state() == ProcessState::kCreated && !process->start_in_flight;
+  if (!process->start_published && !killed_before_start) {
     // Ordering: the exit must follow the start event. Start replays it.
     process->exit_before_start = exit_status;
     return;
@@ -295,25 +301,39 @@ void Container::OnExit(Process* process, int exit_status) {
     // An OOM kill is counted before the victim dies; the notification may
     // still be on its way. TaskOOM must precede TaskExit.
     if (oom_watch_.active()) PublishNewOomKills(/*notified=*/false);
-    bool execs_live = std::any_of(execs_.begin(), execs_.end(), [](const auto& e) {
-      return e.second->live() || e.second->start_in_flight;
-    });
-    if (execs_live) {
-      // The init's exit is published after every exec's. Without a pid
-      // namespace of its own the execs do not die with the init: kill them.
-      init_exit_pending_ = exit_status;
-      if (shares_pid_namespace_) backend_->Kill(id_, SIGKILL, true, [](Status) {});
-      return;
-    }
-    PublishExit(process);
+    // The init's exit is published after every exec's (MaybePublishInitExit)
+    // and, without a pid namespace of its own, after the rest of the
+    // container is killed: nothing else dies with the init then.
+    init_exit_pending_ = exit_status;
+    if (shares_pid_namespace_) KillRestOfContainer();
+    MaybePublishInitExit();
     return;
   }
   PublishExit(process);
   MaybePublishInitExit();
 }
 
+// issue 12: the runtime's `kill --all` SIGKILL (what the Go runc shim runs
+// when such an init exits), before the init's exit is published: the
+// container's cgroup is empty when /tasks/exit arrives, and no leftover
+// process holds the stdio pipes that Delete drains. A failed kill is logged;
+// the exit is published anyway.
+void Container::KillRestOfContainer() {
+  kill_rest_in_flight_ = true;
+  std::weak_ptr<bool> alive = alive_;
+  backend_->Kill(id_, SIGKILL, /*all=*/true, [this, alive](Status status) {
+    if (alive.expired()) return;
+    if (!status.ok()) {
+      ctx_.log.Warn("container {}: kill the rest after the init exited: {}", id_,
+                    status.ToString());
+    }
+    kill_rest_in_flight_ = false;
+    MaybePublishInitExit();
+  });
+}
+
 void Container::MaybePublishInitExit() {
-  if (!init_exit_pending_) return;
+  if (!init_exit_pending_ || kill_rest_in_flight_) return;
   for (const auto& [exec_id, exec] : execs_) {
     if (exec->live() || exec->start_in_flight) return;
   }
@@ -341,8 +361,12 @@ void Container::Start(const std::string& exec_id, Reply<pid_t> done) {
   Status can = CheckTransition(process->state(), ProcessState::kRunning);
   if (!can.ok()) return done(can.WithContext("start " + id_));
   std::weak_ptr<bool> alive = alive_;
+  // An exit reaped while the runtime starts the init waits for the start
+  // event (OnExit), rather than being reported as a kill before start.
+  process->start_in_flight = true;
   backend_->Start(id_, [this, alive, done = std::move(done)](Status status) {
     if (alive.expired()) return;
+    init_->start_in_flight = false;
     if (!status.ok()) return FailStart(std::move(status), std::move(done));
     if (init_->pid() == 0) {  // restored from a checkpoint: the pid is known now
       auto pid = ReadPidFile(bundle_ + "/init.pid");
@@ -368,22 +392,30 @@ void Container::FailStart(Status status, Reply<pid_t> done) {
   // executable fails `start` and leaves a created container with a live
   // sandbox process behind; runc's `start` can fail the same way, rarely.
   std::weak_ptr<bool> alive = alive_;
-  backend_->Delete(
-      id_, /*force=*/true,
+  EndCreatedInit(
       [this, alive, status = std::move(status), done = std::move(done)](Status deleted) mutable {
         if (alive.expired()) return;
         if (!deleted.ok()) {
           ctx_.log.Warn("start {} failed, and ending it in the runtime failed too: {}", id_,
                         deleted.ToString());
-        } else if (init_->state() == ProcessState::kCreated) {
-          // Ended by the force delete: reported as killed. A later reaper
-          // notification of the same process finds start_published unset and
-          // is only stored.
-          init_->RecordExit(128 + SIGKILL);
-          PublishExit(init_.get());
         }
         done(status.WithContext("start " + id_));
       });
+}
+
+void Container::EndCreatedInit(Done then) {
+  std::weak_ptr<bool> alive = alive_;
+  backend_->Delete(id_, /*force=*/true, [this, alive, then = std::move(then)](Status deleted) {
+    if (alive.expired()) return;
+    if (deleted.ok() && init_->state() == ProcessState::kCreated) {
+      // Ended by the force delete: reported as killed. A later reaper
+      // notification of the same process finds it stopped and is only
+      // stored (OnExit).
+      init_->RecordExit(128 + SIGKILL);
+      PublishExit(init_.get());
+    }
+    then(std::move(deleted));
+  });
 }
 
 Status Container::AddExec(const tv2::ExecProcessRequest& request) {
@@ -497,11 +529,37 @@ void Container::StartExec(Process* process, Reply<pid_t> done) {
 
 void Container::Kill(const std::string& exec_id, uint32_t signal, bool all, Done done) {
   HULL_ASSIGN_OR_ANSWER(Process * process, Find(exec_id), done);
-  if (process->exited()) return done(NotFoundError("process already finished"));
+  if (process->exited()) {
+    // issue 12: without a pid namespace of its own, processes can outlive
+    // the init; `all` still signals them (runtime `kill --all`). Should the
+    // runtime refuse, the answer is the usual "already finished".
+    if (process->is_init() && all && shares_pid_namespace_ && !deleted_) {
+      backend_->Kill(id_, static_cast<int>(signal), true,
+                     AnswerIfDropped(
+                         [done = std::move(done)](Status status) {
+                           done(status.ok() ? status : NotFoundError("process already finished"));
+                         },
+                         Status::Ok()));
+      return;
+    }
+    return done(NotFoundError("process already finished"));
+  }
   if (process->is_init()) {
     // Dropped with the container: the init is gone, which is what was asked.
-    backend_->Kill(id_, static_cast<int>(signal), all,
-                   AnswerIfDropped(std::move(done), Status::Ok()));
+    done = AnswerIfDropped(std::move(done), Status::Ok());
+    if (process->state() == ProcessState::kCreated && !process->start_in_flight &&
+        signal == SIGKILL) {
+      // issue 12: SIGKILL to a created init must end it; a runtime that
+      // cannot signal a created container (runsc) has it ended by a force
+      // delete instead, which reports the exit (EndCreatedInit).
+      std::weak_ptr<bool> alive = alive_;
+      backend_->Kill(id_, SIGKILL, all, [this, alive, done](Status status) {
+        if (alive.expired() || status.ok() || init_->exited()) return done(Status::Ok());
+        EndCreatedInit(done);
+      });
+      return;
+    }
+    backend_->Kill(id_, static_cast<int>(signal), all, std::move(done));
     return;
   }
   if (process->state() == ProcessState::kCreated) {
@@ -676,7 +734,11 @@ void Container::Resume(Done done) {
 }
 
 void Container::Update(const std::string& resources_json, Done done) {
-  if (!init_->live()) {
+  // issue 12: `created` accepts Update as with the Go runc shim (`runc
+  // update` of a created container; the limits hold once it starts). Not a
+  // restore that has not run yet: the runtime has no container to update.
+  const bool created = init_->state() == ProcessState::kCreated && init_->pid() > 0;
+  if (!init_->live() && !created) {
     return done(FailedPreconditionError("update " + id_ + ": container is " +
                                         std::string(ProcessStateName(init_->state()))));
   }

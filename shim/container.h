@@ -75,6 +75,10 @@ class Container {
   // delete) and the init reported stopped, so that containerd can delete the
   // task (it refuses a created task that has a pid).
   void FailStart(Status status, Reply<pid_t> done);
+  // Ends a created init through the runtime's force delete and, unless its
+  // exit is known already, records and publishes it as killed (137); then
+  // `then` with the delete's status.
+  void EndCreatedInit(Done then);
   void StartExec(Process* process, Reply<pid_t> done);
   void WatchExit(Process* process);
   // Publishes /tasks/oom for every OOM kill in the container's cgroup.
@@ -83,6 +87,10 @@ class Container {
   void OnExit(Process* process, int wait_status);
   void PublishExit(Process* process);
   void MaybePublishInitExit();
+  // The init of a container without its own pid namespace has exited:
+  // SIGKILL to every process left (runtime `kill --all`), then the held
+  // init exit is published.
+  void KillRestOfContainer();
   void DeleteInit(Reply<containerd::task::v2::DeleteResponse> done);
   Result<pid_t> ReadPidFile(const std::string& path) const;
   std::string ExecPath(const std::string& exec_id, std::string_view suffix) const;
@@ -99,7 +107,10 @@ class Container {
   std::map<std::string, std::unique_ptr<Process>> execs_;
   EventHandle oom_watch_;
   uint64_t oom_kills_published_ = 0;
-  std::optional<int> init_exit_pending_;  // the init exited; execs still running
+  // The init exited; its exit waits for running execs and for
+  // KillRestOfContainer.
+  std::optional<int> init_exit_pending_;
+  bool kill_rest_in_flight_ = false;
   bool deleted_ = false;
   // Guards callbacks that may outlive the container (backend calls).
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
