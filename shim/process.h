@@ -75,9 +75,11 @@ class Process {
   // Exit ordering: an exit reaped before the start event was queued waits
   // here until it has been.
   bool start_published = false;
-  // An exec whose Start is under way (stdio, then the runtime): the init's
-  // exit waits for it like for a live exec (runsc starts the process before
-  // `runsc exec --detach` returns).
+  // A Start under way. An exec's (stdio, then the runtime): the init's exit
+  // waits for it like for a live exec (runsc starts the process before
+  // `runsc exec --detach` returns). The init's (the runtime's `start`): an
+  // exit meanwhile waits for the start event instead of being reported as a
+  // kill before start.
   bool start_in_flight = false;
   std::optional<int> exit_before_start;
   // TaskExit has been queued and Wait calls answered.
