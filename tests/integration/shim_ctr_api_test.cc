@@ -67,6 +67,15 @@ class HullApiTest : public HullCtrTest {
     Ctr({"containers", "rm", id});
   }
 
+  // Remove(id) when the test ends, also after a failed assertion: crun's and
+  // runsc's state (under /run/containerd/crun, the test's runsc root) is not
+  // what the harness's teardown cleans, and a later run would find it.
+  struct Cleanup {
+    HullApiTest* test;
+    std::string id;
+    ~Cleanup() { test->Remove(id); }
+  };
+
   std::unique_ptr<ContainerdClient> api_;
 };
 
@@ -74,6 +83,7 @@ class HullApiTest : public HullCtrTest {
 // time of the kill, and Delete works (issue 12, 1).
 TEST_P(HullApiTest, KillOfCreatedTaskExitsAndDeletes) {
   const std::string id = "i12-kill-created";
+  Cleanup cleanup{this, id};
   std::string error;
   ASSERT_GT(CreateTask(id, {"sleep", "1000"}, nullptr, &error), 0u) << error;
   EXPECT_EQ(Task(id).second, "CREATED");
@@ -106,6 +116,7 @@ TEST_P(HullApiTest, KillOfCreatedTaskExitsAndDeletes) {
 // task runs; runsc has no update at all (issue 12, 2).
 TEST_P(HullApiTest, UpdateOfCreatedTaskHoldsAfterStart) {
   const std::string id = "i12-update-created";
+  Cleanup cleanup{this, id};
   std::string error;
   const uint32_t pid = CreateTask(id, {"sleep", "1000"}, nullptr, &error);
   ASSERT_GT(pid, 0u) << error;
@@ -117,7 +128,6 @@ TEST_P(HullApiTest, UpdateOfCreatedTaskHoldsAfterStart) {
   if (IsRunsc()) {
     EXPECT_FALSE(update.ok);
     EXPECT_EQ(update.error.rfind("UNIMPLEMENTED", 0), 0u) << update.error;
-    Remove(id);
     return;
   }
   ASSERT_TRUE(update.ok) << update.error;
@@ -128,7 +138,6 @@ TEST_P(HullApiTest, UpdateOfCreatedTaskHoldsAfterStart) {
   ASSERT_FALSE(memory.empty());
   EXPECT_EQ(ReadWord(memory + (CgroupV2() ? "/memory.max" : "/memory.limit_in_bytes")),
             std::to_string(limit));
-  Remove(id);
 }
 
 // The runctypes CreateOptions (what containerd 1.6's WithShimCgroup sends to
@@ -143,7 +152,17 @@ TEST_P(HullApiTest, RuncCreateOptionsPlaceTheShimInShimCgroup) {
   const std::string dir =
       CgroupV2() ? "/sys/fs/cgroup/" + cgroup : "/sys/fs/cgroup/memory/" + cgroup;
   ASSERT_TRUE(fs::create_directory(dir)) << dir;
+  // Removed last, once the shim has left it (after `cleanup` below).
+  struct RemoveDir {
+    std::function<bool()> shims_gone;
+    std::string dir;
+    ~RemoveDir() {
+      WaitUntil(shims_gone, 20s);
+      EXPECT_EQ(::rmdir(dir.c_str()), 0) << dir;
+    }
+  } remove_dir{[this] { return Shims().empty(); }, dir};
   const std::string id = "i12-shim-cgroup";
+  Cleanup cleanup{this, id};
   std::string error;
   nlohmann::json options = {{"@type", "containerd.linux.runc.CreateOptions"},
                             {"shim_cgroup", "/" + cgroup}};
@@ -156,7 +175,6 @@ TEST_P(HullApiTest, RuncCreateOptionsPlaceTheShimInShimCgroup) {
   }
   Remove(id);
   EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 20s)) << DescribeShims();
-  EXPECT_EQ(::rmdir(dir.c_str()), 0) << dir;
 }
 
 // A container in the host's pid namespace: when its init exits, what it
@@ -169,6 +187,7 @@ TEST_P(HullApiTest, HostPidInitExitEmptiesTheCgroupFirst) {
                     "namespace to share";
   }
   const std::string id = "i12-hostpid";
+  Cleanup cleanup{this, id};
   auto events = StartEvents();
   ASSERT_NE(events, nullptr);
   // The init forks a sleeper that holds its stdout, then exits once told to.
