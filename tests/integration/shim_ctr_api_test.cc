@@ -177,6 +177,31 @@ TEST_P(HullApiTest, RuncCreateOptionsPlaceTheShimInShimCgroup) {
   EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 20s)) << DescribeShims();
 }
 
+// containerd 1.6's Go client sends the runctypes CheckpointOptions for a
+// runtime not named io.containerd.runc.* (WithCheckpointImagePath, ...):
+// hull reads them (issue 12, 3). criu does not work on every host; then the
+// answer is criu's FailedPrecondition, never an InvalidArgument about the
+// options; runsc's checkpoint is Unimplemented.
+TEST_P(HullApiTest, CheckpointTakesRunctypesOptions) {
+  const std::string id = "i12-checkpoint";
+  Cleanup cleanup{this, id};
+  ASSERT_TRUE(Run({"-d"}, id, {"sleep", "1000"}).ok());
+  const std::string images = containerd_->dir() + "/i12-images";
+  nlohmann::json options = {{"@type", "containerd.linux.runc.CheckpointOptions"},
+                            {"image_path", images}};
+  ApiReply r = api_->Call("tasks", "Checkpoint", {{"container_id", id}, {"options", options}});
+  EXPECT_EQ(r.error.rfind("INVALID_ARGUMENT", 0), std::string::npos) << r.error;
+  if (IsRunsc()) {
+    EXPECT_EQ(r.error.rfind("UNIMPLEMENTED", 0), 0u) << r.error;
+  } else if (RunCommand({"criu", "check"}).ok()) {
+    EXPECT_TRUE(r.ok) << r.error;
+    EXPECT_TRUE(fs::exists(images) && !fs::is_empty(images)) << images;
+  } else {
+    EXPECT_EQ(r.error.rfind("FAILED_PRECONDITION", 0), 0u) << r.error;
+  }
+  EXPECT_EQ(Task(id).second, "RUNNING");
+}
+
 // A container in the host's pid namespace: when its init exits, what it
 // forked is killed before the exit is reported, so the cgroup is empty when
 // /tasks/exit arrives; Kill with `all` still reaches whatever is put into the
