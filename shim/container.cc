@@ -235,19 +235,47 @@ Status Container::AddExec(const tv2::ExecProcessRequest& request) {
 
 // ---- Kill / Wait / State ----
 
-void Container::Kill(const std::string& exec_id, uint32_t signal, bool all, Done done) {
-  HULL_ASSIGN_OR_ANSWER(Process * process, Find(exec_id), done);
-  if (process->is_init()) {
-    // With `all`, what is left of a stopped container (no pid namespace of
-    // its own) is still signalled.
-    if (process->exited() && !all) return done(NotFoundError("process already finished"));
-    std::weak_ptr<bool> alive = Alive();
-    return backend_->Kill(id_, static_cast<int>(signal), all,
+void Container::KillInit(uint32_t signal, bool all, Done done) {
+  std::weak_ptr<bool> alive = Alive();
+  if (init_->exited()) {
+    // What a stopped container without a pid namespace of its own left
+    // behind is still signalled with `all` (the runc shim does the same).
+    if (!all || !exits_.shares_pid_namespace() || deleted_) {
+      return done(NotFoundError("process already finished"));
+    }
+    return backend_->Kill(id_, static_cast<int>(signal), /*all=*/true,
                           [alive, done = std::move(done)](Status status) mutable {
                             if (Gone(alive, done)) return;
-                            done(std::move(status));
+                            done(status.ok() ? status : NotFoundError("process already finished"));
                           });
   }
+  // Cancelling a created task: its init's exit is reported at once
+  // (ExitTracker). runsc cannot signal a created container: end it instead.
+  const bool cancel = init_->state() == ProcessState::kCreated &&
+                      !exits_.start_in_flight(init_.get()) && signal == SIGKILL;
+  backend_->Kill(id_, static_cast<int>(signal), all,
+                 [this, alive, cancel, done = std::move(done)](Status status) mutable {
+                   if (Gone(alive, done)) return;
+                   if (status.ok() || !cancel || init_->exited()) return done(std::move(status));
+                   EndCreatedInit(std::move(done));
+                 });
+}
+
+void Container::EndCreatedInit(Done done) {
+  std::weak_ptr<bool> alive = Alive();
+  backend_->Delete(id_, /*force=*/true,
+                   [this, alive, done = std::move(done)](Status status) mutable {
+                     if (Gone(alive, done)) return;
+                     if (status.ok() && init_->state() == ProcessState::kCreated) {
+                       exits_.OnExit(init_.get(), 128 + SIGKILL);
+                     }
+                     done(std::move(status));
+                   });
+}
+
+void Container::Kill(const std::string& exec_id, uint32_t signal, bool all, Done done) {
+  HULL_ASSIGN_OR_ANSWER(Process * process, Find(exec_id), done);
+  if (process->is_init()) return KillInit(signal, all, std::move(done));
   if (process->exited()) return done(NotFoundError("process already finished"));
   if (process->state() == ProcessState::kCreated) {
     return done(FailedPreconditionError("exec " + exec_id + " has not been started"));

@@ -89,6 +89,13 @@ class Container {
   // delete) and the init reported stopped, so that containerd can delete the
   // task (it refuses a created task that has a pid).
   void FailStart(Status status, Reply<pid_t> done);
+  // Kill of the init: a created init that the runtime cannot signal (runsc)
+  // is ended instead; a stopped one is signalled only with `all`, where
+  // processes may be left (no pid namespace of its own).
+  void KillInit(uint32_t signal, bool all, Done done);
+  // Ends a created, never-started init (the runtime's force delete) and
+  // reports it killed (137).
+  void EndCreatedInit(Done done);
   void DeleteExec(const std::string& exec_id, Reply<containerd::task::v2::DeleteResponse> done);
   // Watches for the exit of a process whose pid is known.
   void WatchExit(Process* process);

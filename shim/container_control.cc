@@ -45,7 +45,9 @@ void Container::Resume(Done done) {
 void Container::Update(const std::string& resources_json, Done done) {
   // A created container takes new limits too (the runc shim's contract:
   // CRI's UpdateContainerResources may come before the start).
-  if (!init_->live() && init_->state() != ProcessState::kCreated) {
+  // A restore still pending (no pid yet) has nothing to update.
+  const bool created = init_->state() == ProcessState::kCreated && init_->pid() > 0;
+  if (!init_->live() && !created) {
     return done(FailedPreconditionError("update " + id_ + ": container is " +
                                         std::string(ProcessStateName(init_->state()))));
   }

@@ -13,6 +13,11 @@ bool ExitTracker::exit_published(const Process* process) const {
   return it != entries_.end() && it->second.exit_published;
 }
 
+bool ExitTracker::start_in_flight(const Process* process) const {
+  auto it = entries_.find(process);
+  return it != entries_.end() && it->second.start_in_flight;
+}
+
 bool ExitTracker::ExecsBusy() const {
   for (const auto& [process, entry] : entries_) {
     if (process == init_) continue;

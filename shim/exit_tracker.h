@@ -54,6 +54,8 @@ class ExitTracker {
   // The process exited with `exit_status` (already decoded from wait).
   void OnExit(Process* process, int exit_status);
 
+  // A start of `process` is under way.
+  bool start_in_flight(const Process* process) const;
   // TaskExit of `process` has been queued and its waiters answered.
   bool exit_published(const Process* process) const;
   // The init exited, but its exit is held (execs, starts or the kill --all).

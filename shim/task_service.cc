@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "containerd/linux/runc/runctypes.pb.h"
 #include "containerd/runc/v1/options.pb.h"
 
 namespace hull::shim {
@@ -169,9 +170,29 @@ void TaskService::Checkpoint(const tv2::CheckpointTaskRequest& r, Responder<Empt
   HULL_ASSIGN_OR_ANSWER(Container * c, Find(r.id()), out.Fail);
   CheckpointRequest req{.id = r.id(), .image_path = r.path()};
   if (!r.options().value().empty() || !r.options().type_url().empty()) {
+    // containerd.runc.v1.CheckpointOptions, or the older runctypes form
+    // (containerd.linux.runc.CheckpointOptions): the same fields, but
+    // image_path and work_path have swapped numbers, and no parent_path.
     containerd::runc::v1::CheckpointOptions o;
-    if (r.options().type_url() != "containerd.runc.v1.CheckpointOptions" ||
-        !o.ParseFromString(r.options().value())) {
+    containerd::linux::runc::CheckpointOptions old;
+    const std::string& type = r.options().type_url();
+    bool parsed = false;
+    if (type == "containerd.runc.v1.CheckpointOptions") {
+      parsed = o.ParseFromString(r.options().value());
+    } else if (type == "containerd.linux.runc.CheckpointOptions" &&
+               old.ParseFromString(r.options().value())) {
+      parsed = true;
+      o.set_exit(old.exit());
+      o.set_open_tcp(old.open_tcp());
+      o.set_external_unix_sockets(old.external_unix_sockets());
+      o.set_terminal(old.terminal());
+      o.set_file_locks(old.file_locks());
+      *o.mutable_empty_namespaces() = old.empty_namespaces();
+      o.set_cgroups_mode(old.cgroups_mode());
+      o.set_image_path(old.image_path());
+      o.set_work_path(old.work_path());
+    }
+    if (!parsed) {
       return out.Fail(InvalidArgumentError("checkpoint " + r.id() + ": unsupported options " +
                                            r.options().type_url()));
     }

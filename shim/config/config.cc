@@ -3,6 +3,7 @@
 #include <string>
 
 #include "base/file_util.h"
+#include "containerd/linux/runc/runctypes.pb.h"
 #include "containerd/runc/v1/options.pb.h"
 #include "google/protobuf/any.pb.h"
 #include "runtimeoptions/v1/options.pb.h"
@@ -28,6 +29,21 @@ void ApplyRuncOptions(const containerd::runc::v1::Options& o, ShimConfig& config
   if (o.no_pivot_root()) rt.no_pivot_root = true;
   if (o.no_new_keyring()) rt.no_new_keyring = true;
   if (!o.criu_path().empty()) rt.criu_path = o.criu_path();
+  if (!o.criu_image_path().empty()) rt.criu_image_path = o.criu_image_path();
+  if (!o.criu_work_path().empty()) rt.criu_work_path = o.criu_work_path();
+  if (!o.shim_cgroup().empty()) config.shim_cgroup = o.shim_cgroup();
+  if (o.io_uid() != 0) config.io_uid = o.io_uid();
+  if (o.io_gid() != 0) config.io_gid = o.io_gid();
+}
+
+// The runctypes form, set fields only, as for runc's Options. Its restore
+// settings (open_tcp, external_unix_sockets, terminal, file_locks,
+// empty_namespaces, cgroups_mode) have no config key: the Go runc shim
+// ignores them at create too.
+void ApplyRuncCreateOptions(const containerd::linux::runc::CreateOptions& o, ShimConfig& config) {
+  RuntimeOptions& rt = config.runtime;
+  if (o.no_pivot_root()) rt.no_pivot_root = true;
+  if (o.no_new_keyring()) rt.no_new_keyring = true;
   if (!o.criu_image_path().empty()) rt.criu_image_path = o.criu_image_path();
   if (!o.criu_work_path().empty()) rt.criu_work_path = o.criu_work_path();
   if (!o.shim_cgroup().empty()) config.shim_cgroup = o.shim_cgroup();
@@ -92,6 +108,14 @@ Status ApplyOptions(const google::protobuf::Any& options, ShimConfig& config) {
     ApplyRuncOptions(runc, config);
     return Status::Ok();
   }
+  if (type == kRuncCreateOptionsType) {
+    containerd::linux::runc::CreateOptions create;
+    if (!create.ParseFromString(options.value())) {
+      return InvalidArgumentError("runtime options: malformed " + std::string(type));
+    }
+    ApplyRuncCreateOptions(create, config);
+    return Status::Ok();
+  }
   if (type == kRuntimeOptionsType) {
     runtimeoptions::v1::Options generic;
     if (!generic.ParseFromString(options.value())) {
@@ -104,7 +128,8 @@ Status ApplyOptions(const google::protobuf::Any& options, ShimConfig& config) {
     return Status::Ok();
   }
   return InvalidArgumentError("runtime options: unsupported type \"" + options.type_url() +
-                              "\" (hull accepts " + std::string(kRuncOptionsType) + " and " +
+                              "\" (hull accepts " + std::string(kRuncOptionsType) + ", " +
+                              std::string(kRuncCreateOptionsType) + " and " +
                               std::string(kRuntimeOptionsType) + ")");
 }
 

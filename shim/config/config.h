@@ -32,6 +32,9 @@ inline constexpr std::string_view kBundleConfigFile = "hull-config.toml";
 // any "<host>/" prefix).
 inline constexpr std::string_view kRuncOptionsType = "containerd.runc.v1.Options";
 inline constexpr std::string_view kRuntimeOptionsType = "runtimeoptions.v1.Options";
+// The older runctypes form containerd 1.6's client sends to runtimes whose
+// name does not start with io.containerd.runc (WithShimCgroup).
+inline constexpr std::string_view kRuncCreateOptionsType = "containerd.linux.runc.CreateOptions";
 
 // The [sizing] section.
 struct PodSizing {
@@ -82,6 +85,9 @@ Result<ShimConfig> LoadConfigFile(const std::string& path);
 // Applies containerd's options onto `config`:
 //  - containerd.runc.v1.Options: each field that is set (non-empty, non-zero,
 //    true) replaces the config's value;
+//  - containerd.linux.runc.CreateOptions: the same for its no_pivot_root,
+//    no_new_keyring, shim_cgroup, io_uid, io_gid, criu_work_path and
+//    criu_image_path; its restore fields (open_tcp, ...) are ignored;
 //  - runtimeoptions.v1.Options: config_path names a TOML file applied on top,
 //    then config_body (TOML bytes) is applied on top of that;
 //  - an empty Any changes nothing.

@@ -59,6 +59,12 @@ OciCliBackend::~OciCliBackend() {
   // containerd waits on. A continuation that would run the runtime again
   // (Run) is answered at once, below, so this ends.
   destroying_ = true;
+  while (!kill_waits_.empty()) {
+    KillWait wait = std::move(kill_waits_.begin()->second);
+    kill_waits_.erase(kill_waits_.begin());
+    wait.timer.Reset();
+    wait.done(Status());  // the kill was sent; nobody is left to poll
+  }
   while (!calls_.empty()) {
     Running running = std::move(calls_.begin()->second);
     calls_.erase(calls_.begin());
@@ -179,9 +185,8 @@ void OciCliBackend::Create(const CreateRequest& req, Done done) {
   RuntimeConfig config = argv_.config();
   config.log_path = req.bundle.empty() ? std::string() : req.bundle + "/log.json";
   containers_.erase(req.id);
-  Entry& entry =
-      containers_.emplace(req.id, Entry(ArgvBuilder(argv_.flavour(), std::move(config))))
-          .first->second;
+  Entry& entry = containers_.emplace(req.id, Entry(ArgvBuilder(argv_.flavour(), std::move(config))))
+                     .first->second;
   entry.joined = argv_.flavour().joined_exit_from_wait && req.joins_sandbox;
   if (restore || argv_.flavour().stdio_at_start_too) {
     // Keep our own copies of the stdio descriptors for Start.
@@ -246,13 +251,36 @@ void OciCliBackend::Exec(const ExecRequest& req, Done done) {
 
 void OciCliBackend::Kill(const std::string& id, int signal, bool all, Done done) {
   const Flavour& flavour = argv_.flavour();
+  const bool wait_gone = all && signal == SIGKILL;
   Run(Call{.what = "kill", .id = id, .argv = ArgvFor(id).Kill(id, signal, all)},
-      [&flavour, done = std::move(done)](Status s, CommandResult) {
+      [this, &flavour, id, wait_gone, done = std::move(done)](Status s, CommandResult) mutable {
         if (!s.ok() && IsProcessGone(flavour, s.message())) {
           s = NotFoundError("process already finished (" + s.message() + ")");
         }
-        done(std::move(s));
+        if (!s.ok() || !wait_gone || destroying_) return done(std::move(s));
+        WaitUntilEmpty(id, loop_.Now() + kKillAllWait, std::move(done));
       });
+}
+
+void OciCliBackend::WaitUntilEmpty(const std::string& id, EventLoop::Clock::time_point deadline,
+                                   Done done) {
+  Ps(id, [this, id, deadline, done = std::move(done)](Result<std::vector<pid_t>> pids) mutable {
+    // Best effort: a runtime that cannot list them, or processes that take
+    // longer to die, do not fail the kill that was sent.
+    if (!pids || pids->empty() || destroying_ || loop_.Now() >= deadline) return done(Status());
+    const uint64_t key = next_call_++;
+    KillWait& wait = kill_waits_[key];
+    wait.done = std::move(done);
+    wait.timer = loop_.AddTimer(kKillAllPoll, [this, key, id, deadline] {
+      auto it = kill_waits_.find(key);
+      if (it == kill_waits_.end()) return;
+      Done next = std::move(it->second.done);
+      // Dropping a timer's handle in its own callback is safe (the loop
+      // frees it after the callback returns).
+      kill_waits_.erase(it);
+      WaitUntilEmpty(id, deadline, std::move(next));
+    });
+  });
 }
 
 void OciCliBackend::Delete(const std::string& id, bool force, Done done) {

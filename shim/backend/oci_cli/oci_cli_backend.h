@@ -9,6 +9,7 @@
 // Loop thread only.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -43,7 +44,10 @@ class OciCliBackend final : public Backend {
   void Create(const CreateRequest& req, Done done) override;
   void Start(const std::string& id, Done done) override;
   void Exec(const ExecRequest& req, Done done) override;
-  // NotFound "process already finished" when the init has exited.
+  // NotFound "process already finished" when the init has exited. SIGKILL
+  // to `all` answers once the runtime lists no process left in the
+  // container (`ps`, polled for at most kKillAllWait): a signal sent is not
+  // a process gone, and callers report the container empty after it.
   void Kill(const std::string& id, int signal, bool all, Done done) override;
   void Delete(const std::string& id, bool force, Done done) override;
   void Pause(const std::string& id, Done done) override;
@@ -122,6 +126,14 @@ class OciCliBackend final : public Backend {
   void RunWait(const std::string& id, std::function<void(int)> on_exit);
   void EventsStats(const std::string& id, std::function<void(Result<google::protobuf::Any>)> done);
 
+  static constexpr std::chrono::milliseconds kKillAllWait{2000};
+  static constexpr std::chrono::milliseconds kKillAllPoll{10};
+  void WaitUntilEmpty(const std::string& id, EventLoop::Clock::time_point deadline, Done done);
+  struct KillWait {
+    EventHandle timer;
+    Done done;
+  };
+
   enum class CheckpointStep { kProbeRuntime, kCheckCriu, kDump };
   void CheckpointFrom(CheckpointStep step, CheckpointRequest req, Done done);
 
@@ -132,6 +144,7 @@ class OciCliBackend final : public Backend {
   UniqueFd dev_null_;  // stdio of container processes given no descriptor
   uint64_t next_call_ = 0;
   std::map<uint64_t, Running> calls_;
+  std::map<uint64_t, KillWait> kill_waits_;  // WaitUntilEmpty's polls
   std::map<std::string, Entry> containers_;
   std::optional<Status> can_checkpoint_;  // result of the runtime probe
   bool destroying_ = false;

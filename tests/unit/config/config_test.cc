@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 
+#include "containerd/linux/runc/runctypes.pb.h"
 #include "containerd/runc/v1/options.pb.h"
 #include "google/protobuf/any.pb.h"
 #include "runtimeoptions/v1/options.pb.h"
@@ -360,6 +361,43 @@ TEST_F(ConfigTest, RuncOptions) {
   EXPECT_EQ(c.runtime.criu_path, "/c");
   EXPECT_EQ(c.runtime.criu_image_path, "/ci");
   EXPECT_EQ(c.runtime.criu_work_path, "/cw");
+}
+
+// containerd 1.6's client (WithShimCgroup) sends the runctypes form to
+// runtimes not named io.containerd.runc.*.
+TEST_F(ConfigTest, RuncCreateOptionsSetTheirKeys) {
+  containerd::linux::runc::CreateOptions o;
+  o.set_no_pivot_root(true);
+  o.set_no_new_keyring(true);
+  o.set_shim_cgroup("/shims");
+  o.set_io_uid(7);
+  o.set_io_gid(8);
+  o.set_criu_image_path("/ci");
+  o.set_criu_work_path("/cw");
+  o.set_open_tcp(true);  // a restore setting: accepted, no key
+  google::protobuf::Any any;
+  any.set_type_url("containerd.linux.runc.CreateOptions");
+  any.set_value(o.SerializeAsString());
+  ShimConfig c;
+  Status s = ApplyOptions(any, c);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(c.runtime.no_pivot_root);
+  EXPECT_TRUE(c.runtime.no_new_keyring);
+  EXPECT_EQ(c.shim_cgroup, "/shims");
+  EXPECT_EQ(c.io_uid, 7u);
+  EXPECT_EQ(c.io_gid, 8u);
+  EXPECT_EQ(c.runtime.criu_image_path, "/ci");
+  EXPECT_EQ(c.runtime.criu_work_path, "/cw");
+  EXPECT_EQ(c.runtime.binary_name, ShimConfig().runtime.binary_name);
+
+  // Unset fields keep the config file's values; a malformed one changes nothing.
+  c = EveryKey();
+  any.set_value(containerd::linux::runc::CreateOptions().SerializeAsString());
+  ASSERT_TRUE(ApplyOptions(any, c).ok());
+  EXPECT_EQ(c, EveryKey());
+  any.set_value("\xff\xff\xff");
+  EXPECT_EQ(ApplyOptions(any, c).code(), Code::kInvalidArgument);
+  EXPECT_EQ(c, EveryKey());
 }
 
 TEST_F(ConfigTest, UnsetRuncFieldsKeepTheConfigFile) {
