@@ -18,7 +18,6 @@
 #include "shim/cli/socket_address.h"
 #include "shim/config/config.h"
 #include "shim/config/start_input.h"
-#include "shim/mount/mountinfo.h"
 #include "shim/pod/pod_cgroup.h"
 #include "shim/pod/pod_cgroup_setup.h"
 #include "shim/pod/pod_size.h"
@@ -207,9 +206,8 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
     HULL_RETURN_IF_ERROR_CTX(PlaceShim(*pod, child, cgroupfs),
                              "start: place the shim in the pod cgroup");
   } else if (!config->shim_cgroup.empty()) {
-    Result<std::vector<MountInfo>> mounts = ReadMountInfo();
-    if (!mounts) return mounts.error().WithContext("start: find cgroup hierarchies");
-    HULL_RETURN_IF_ERROR_CTX(MoveToCgroup(child, config->shim_cgroup, *mounts), "start");
+    HULL_RETURN_IF_ERROR_CTX(cgroups::MoveProcess(child, config->shim_cgroup),
+                             "start: move the shim to shim_cgroup");
   }
   HULL_RETURN_IF_ERROR_CTX(AdjustOomScore(child, ::getppid()), "start: set the shim's OOM score");
 
