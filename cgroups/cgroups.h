@@ -87,6 +87,18 @@ struct ProcessCgroups {
 Result<ProcessCgroups> ParseProcCgroup(std::string_view content);
 Result<ProcessCgroups> ReadProcessCgroups(pid_t pid, const Roots& roots = {});
 
+// Moves `pid` into the cgroup `path` ("/system.slice/shims"; a relative path
+// counts from the root) on every hierarchy DetectHost finds (each v1 mount
+// and the cgroup2 one) where that directory exists, by writing cgroup.procs
+// there: how containerd's runc shim places itself in its shim_cgroup, and
+// unlike Manager::AddProcess it works on v1 and hybrid hosts too. The path
+// is taken below each mount point as it stands (not mapped through the
+// mount's root as Manager::ForPath does) and opened one component at a time
+// with O_NOFOLLOW. NotFound if no hierarchy has the directory,
+// InvalidArgument for a "." or ".." component; a failed write stops at once
+// (hierarchies written before it keep the process).
+Status MoveProcess(pid_t pid, std::string_view path, const Roots& roots = {});
+
 // ---- cgroup v2 limits ------------------------------------------------------
 
 // "max": no limit, in every limit field below.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "base/mountinfo.h"
 #include "cgroups/cgroup_dir_internal.h"
 #include "cgroups/cgroups.h"
 #include "cgroups/parse_internal.h"
@@ -58,12 +59,12 @@ const Hierarchy* Host::FindV1(std::string_view controller) const {
 
 Result<Host> DetectHost(const Roots& roots) {
   std::filesystem::path mountinfo_path = roots.proc / "self/mountinfo";
-  HULL_ASSIGN_OR_RETURN(std::string mountinfo, internal::ReadFileAt(mountinfo_path));
+  HULL_ASSIGN_OR_RETURN(std::vector<MountInfo> mounts, ReadMountInfo(mountinfo_path.string()));
   const std::string root = Normal(roots.cgroupfs);
 
   Host host;
   bool unified_at_root = false;
-  for (internal::MountInfo& m : internal::ParseMountInfo(mountinfo)) {
+  for (MountInfo& m : mounts) {
     std::string mount_point = Normal(m.mount_point);
     if (!AtOrBelow(mount_point, root)) continue;
     Hierarchy h{.mount_point = mount_point, .root = m.root};

@@ -153,49 +153,6 @@ std::optional<uint64_t> PageSizeBytes(std::string_view label) {
   return *n << shift;
 }
 
-namespace {
-
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string DecodeOctalEscapes(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size()) {
-      std::string_view digits = s.substr(i + 1, 3);
-      bool octal = digits.find_first_not_of("01234567") == std::string_view::npos;
-      if (octal) {
-        out += static_cast<char>(((digits[0] - '0') << 6) | ((digits[1] - '0') << 3) |
-                                 (digits[2] - '0'));
-        i += 3;
-        continue;
-      }
-    }
-    out += s[i];
-  }
-  return out;
-}
-
-}  // namespace
-
-std::vector<MountInfo> ParseMountInfo(std::string_view content) {
-  std::vector<MountInfo> out;
-  for (std::string_view line : Split(content, '\n')) {
-    std::vector<std::string_view> f = Fields(line);
-    // id parent major:minor root mount-point options [optional...] - type source super-options
-    size_t dash = 6;
-    while (dash < f.size() && f[dash] != "-") ++dash;
-    if (f.size() < 10 || dash + 3 >= f.size()) continue;
-    MountInfo info{.root = DecodeOctalEscapes(f[3]),
-                   .mount_point = DecodeOctalEscapes(f[4]),
-                   .fs_type = std::string(f[dash + 1])};
-    for (std::string_view option : Split(f[dash + 3], ',')) {
-      info.super_options.emplace_back(option);
-    }
-    out.push_back(std::move(info));
-  }
-  return out;
-}
-
 Status ValidateCgroupPath(std::string_view path) {
   if (path.empty() || path.front() != '/') {
     return InvalidArgumentError("cgroup path is not absolute: " + std::string(path));

@@ -67,16 +67,6 @@ std::vector<Partition> ParsePartitions(std::string_view content);
 // in bytes, for ordering.
 std::optional<uint64_t> PageSizeBytes(std::string_view label);
 
-// One line of /proc/self/mountinfo, the fields hull needs.
-struct MountInfo {
-  std::string root;         // field 4
-  std::string mount_point;  // field 5, octal escapes (\040) decoded
-  std::string fs_type;
-  std::vector<std::string> super_options;
-};
-// Malformed lines are skipped.
-std::vector<MountInfo> ParseMountInfo(std::string_view content);
-
 // Checks a cgroup path from /proc or a caller: absolute, and no "." or ".."
 // component. InvalidArgument otherwise.
 Status ValidateCgroupPath(std::string_view path);

@@ -1,7 +1,6 @@
 #include "shim/cli/placement.h"
 
 #include <sys/prctl.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <charconv>
@@ -18,25 +17,6 @@
 #endif
 
 namespace hull::shim {
-namespace {
-
-bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool HasDotDot(std::string_view path) {
-  size_t pos = 0;
-  while (pos <= path.size()) {
-    size_t end = path.find('/', pos);
-    if (end == std::string_view::npos) end = path.size();
-    if (path.substr(pos, end - pos) == "..") return true;
-    pos = end + 1;
-  }
-  return false;
-}
-
-}  // namespace
 
 Status CreateSchedCoreCookie() {
   if (::prctl(PR_SCHED_CORE, PR_SCHED_CORE_CREATE, 0, PR_SCHED_CORE_SCOPE_PROCESS_GROUP, 0) == 0) {
@@ -44,24 +24,6 @@ Status CreateSchedCoreCookie() {
   }
   if (errno == EINVAL || errno == ENODEV) return Status::Ok();
   return ErrnoError("prctl PR_SCHED_CORE_CREATE for", "the shim's process group");
-}
-
-Status MoveToCgroup(pid_t pid, const std::string& cgroup, std::span<const MountInfo> mounts) {
-  if (HasDotDot(cgroup)) return InvalidArgumentError("shim_cgroup " + cgroup + ": contains \"..\"");
-  std::string relative = cgroup;
-  relative.erase(0, relative.find_first_not_of('/'));
-  const std::string pid_text = std::to_string(pid);
-  bool found = false;
-  for (const MountInfo& m : mounts) {
-    if (m.fs_type != "cgroup" && m.fs_type != "cgroup2") continue;
-    std::string dir = relative.empty() ? m.mount_point : m.mount_point + "/" + relative;
-    if (!IsDirectory(dir)) continue;
-    HULL_RETURN_IF_ERROR_CTX(WriteExistingFile(dir + "/cgroup.procs", pid_text),
-                             "move shim to cgroup " + cgroup);
-    found = true;
-  }
-  if (!found) return NotFoundError("shim_cgroup " + cgroup + ": not found in any cgroup hierarchy");
-  return Status::Ok();
 }
 
 Status AdjustOomScore(pid_t child, pid_t parent, const std::string& proc) {

@@ -18,7 +18,6 @@
 #include "shim/cli/socket_address.h"
 #include "shim/config/config.h"
 #include "shim/config/start_input.h"
-#include "shim/mount/mountinfo.h"
 #include "shim/pod/pod.h"
 
 extern char** environ;
@@ -192,9 +191,8 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
   if (pod && !pod->placement.shim_leaf.empty()) {
     HULL_RETURN_IF_ERROR_CTX(Pod::PlaceServer(*pod, *pid), "start");
   } else if (!config->shim_cgroup.empty()) {
-    Result<std::vector<MountInfo>> mounts = ReadMountInfo();
-    if (!mounts) return mounts.error().WithContext("start: find cgroup hierarchies");
-    HULL_RETURN_IF_ERROR_CTX(MoveToCgroup(*pid, config->shim_cgroup, *mounts), "start");
+    HULL_RETURN_IF_ERROR_CTX(cgroups::MoveProcess(*pid, config->shim_cgroup),
+                             "start: move the shim to shim_cgroup");
   }
   HULL_RETURN_IF_ERROR_CTX(AdjustOomScore(*pid, ::getppid()), "start: set the shim's OOM score");
 

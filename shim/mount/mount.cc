@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "base/mountinfo.h"
 #include "base/unique_fd.h"
-#include "shim/mount/mountinfo.h"
 
 namespace hull::shim {
 namespace {

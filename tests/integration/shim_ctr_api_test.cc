@@ -148,7 +148,7 @@ TEST_P(HullApiTest, UpdateOfCreatedTaskHoldsAfterStart) {
 TEST_P(HullApiTest, RuncCreateOptionsPlaceTheShimInShimCgroup) {
   if (GetParam() != "runc") GTEST_SKIP() << "runtime-independent: runs for runc only";
   const std::string cgroup = "hull-i12-shims-" + std::to_string(::getpid());
-  // On v1 one hierarchy is enough: MoveToCgroup uses every one that has it.
+  // On v1 one hierarchy is enough: cgroups::MoveProcess uses every one that has it.
   const std::string dir =
       CgroupV2() ? "/sys/fs/cgroup/" + cgroup : "/sys/fs/cgroup/memory/" + cgroup;
   ASSERT_TRUE(fs::create_directory(dir)) << dir;

@@ -85,6 +85,16 @@ TEST(DetectHostTest, MissingMountinfoIsNotFound) {
   EXPECT_EQ(host.error().code(), Code::kNotFound);
 }
 
+TEST(DetectHostTest, MalformedMountinfoIsInvalidArgument) {
+  // The parser is strict: a table read wrong is not used in part.
+  FakeHost fake;
+  fake.AddUnified();
+  fake.AddMountLine("40 22 0:40 / /somewhere rw - cgroup2 cgroup2");
+  auto host = DetectHost(fake.roots());
+  ASSERT_FALSE(host.has_value());
+  EXPECT_EQ(host.error().code(), Code::kInvalidArgument);
+}
+
 TEST(DetectHostTest, DecodesEscapedMountPoints) {
   FakeHost fake;
   fake.AddV1("my memory", "memory");  // mountinfo writes the space as \040

@@ -193,6 +193,9 @@ TEST_F(ManagerV2Test, KillWritesCgroupKill) {
 // Kernels before 5.14 have no cgroup.kill: every process listed in the
 // subtree gets SIGKILL. A real child stands for the listed process.
 TEST_F(ManagerV2Test, KillWithoutCgroupKillSignalsListedProcesses) {
+  // Resolved before the fork: a failed assertion in At() must not leave a
+  // paused child holding ctest's output pipe open.
+  Manager m = At("/pod");
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -201,7 +204,6 @@ TEST_F(ManagerV2Test, KillWithoutCgroupKillSignalsListedProcesses) {
   }
   host_.Write("pod/cgroup.procs", "");
   host_.Write("pod/sub/cgroup.procs", std::to_string(child) + "\n");
-  Manager m = At("/pod");
   Status s = m.Kill();
   int status = 0;
   if (!s.ok()) ::kill(child, SIGKILL);

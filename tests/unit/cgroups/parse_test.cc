@@ -65,18 +65,5 @@ TEST(ParseTest, PageSizes) {
   EXPECT_FALSE(PageSizeBytes("2TB").has_value());
 }
 
-TEST(ParseTest, MountInfo) {
-  auto mounts = ParseMountInfo(
-      "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime shared:9 - cgroup cgroup rw,memory\n"
-      "41 31 0:38 /a\\040b /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n"
-      "short line\n");
-  ASSERT_EQ(mounts.size(), 2u);
-  EXPECT_EQ(mounts[0].mount_point, "/sys/fs/cgroup/memory");
-  EXPECT_EQ(mounts[0].fs_type, "cgroup");
-  EXPECT_EQ(mounts[0].super_options, (std::vector<std::string>{"rw", "memory"}));
-  EXPECT_EQ(mounts[1].root, "/a b");
-  EXPECT_EQ(mounts[1].fs_type, "cgroup2");
-}
-
 }  // namespace
 }  // namespace hull::cgroups::internal

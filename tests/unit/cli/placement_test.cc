@@ -1,5 +1,5 @@
-// Placing the server: cgroup moves against a directory laid out like
-// /sys/fs/cgroup, OOM score against a fake /proc, the sched-core prctl.
+// Placing the server: OOM score against a fake /proc, the sched-core prctl.
+// (The shim_cgroup move is cgroups::MoveProcess, tested in tests/unit/cgroups.)
 
 #include "shim/cli/placement.h"
 
@@ -12,7 +12,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <vector>
 
 namespace hull::shim {
 namespace {
@@ -40,40 +39,8 @@ class PlacementTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(root_); }
 
-  MountInfo Hierarchy(const std::string& name, const std::string& type) {
-    MountInfo m;
-    m.mount_point = (root_ / name).string();
-    m.fs_type = type;
-    return m;
-  }
-
   fs::path root_;
 };
-
-TEST_F(PlacementTest, CgroupV2) {
-  Touch(root_ / "unified/system.slice/shims/cgroup.procs");
-  std::vector<MountInfo> mounts = {Hierarchy("unified", "cgroup2")};
-  ASSERT_TRUE(MoveToCgroup(1234, "/system.slice/shims", mounts).ok());
-  EXPECT_EQ(Slurp(root_ / "unified/system.slice/shims/cgroup.procs"), "1234");
-}
-
-TEST_F(PlacementTest, CgroupV1EveryHierarchyThatHasThePath) {
-  Touch(root_ / "cpu/shims/cgroup.procs");
-  Touch(root_ / "memory/shims/cgroup.procs");
-  fs::create_directories(root_ / "pids");  // no "shims" here: skipped
-  std::vector<MountInfo> mounts = {Hierarchy("cpu", "cgroup"), Hierarchy("memory", "cgroup"),
-                                   Hierarchy("pids", "cgroup"), Hierarchy("tmp", "tmpfs")};
-  ASSERT_TRUE(MoveToCgroup(42, "shims", mounts).ok());
-  EXPECT_EQ(Slurp(root_ / "cpu/shims/cgroup.procs"), "42");
-  EXPECT_EQ(Slurp(root_ / "memory/shims/cgroup.procs"), "42");
-}
-
-TEST_F(PlacementTest, CgroupMissingEverywhereIsNotFound) {
-  fs::create_directories(root_ / "cpu");
-  std::vector<MountInfo> mounts = {Hierarchy("cpu", "cgroup")};
-  EXPECT_EQ(MoveToCgroup(42, "/nope", mounts).code(), Code::kNotFound);
-  EXPECT_EQ(MoveToCgroup(42, "/../etc", mounts).code(), Code::kInvalidArgument);
-}
 
 TEST_F(PlacementTest, OomScoreIsParentsPlusOneClamped) {
   struct Case {

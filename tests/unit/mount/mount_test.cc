@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "shim/mount/mountinfo.h"
+#include "base/mountinfo.h"
 
 namespace hull::shim {
 namespace {
