@@ -85,6 +85,30 @@ TEST_F(ExitOrderingTest, InitExitIsHeldUntilTheRunningExecExits) {
   EXPECT_EQ(fake().count("Kill"), 0u);
 }
 
+// State shows the init stopped while its exit is held, so a client may try
+// to delete it then: that must not publish /tasks/delete before (or instead
+// of) the init's /tasks/exit, nor drop the Wait calls parked on it.
+TEST_F(ExitOrderingTest, DeleteOfAnInitWhoseExitIsHeldWaitsForTheExit) {
+  ASSERT_NO_FATAL_FAILURE(Started("c1"));
+  ASSERT_TRUE(Exec("c1", "e1").ok());
+  ASSERT_TRUE(Start("c1", "e1").has_value());
+  auto wait = WaitAsync("c1");
+  ASSERT_TRUE(fake().FireInitExit("c1", 0));
+  Barrier();
+  ASSERT_EQ(StatusOf("c1"), containerd::v1::types::STOPPED);
+
+  EXPECT_EQ(Delete("c1").status().code(), Code::kFailedPrecondition);
+  EXPECT_FALSE(sink_->Has("/tasks/delete c1"));
+  EXPECT_EQ(fake().count("Delete"), 0u);
+
+  fake().ExitExec("e1", 0);
+  ASSERT_TRUE(Await(wait));
+  ASSERT_TRUE(wait->result->has_value()) << wait->result->error().ToString();
+  auto deleted = Delete("c1");
+  ASSERT_TRUE(deleted.has_value()) << deleted.error().ToString();
+  EXPECT_LT(sink_->IndexOf("/tasks/exit c1 0"), sink_->IndexOf("/tasks/delete c1"));
+}
+
 TEST_F(ExitOrderingTest, InitExitWaitsForAnExecStartUnderWay) {
   ASSERT_NO_FATAL_FAILURE(Started("c1"));
   ASSERT_TRUE(Exec("c1", "e1").ok());
