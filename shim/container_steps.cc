@@ -299,7 +299,22 @@ void Container::Delete(const std::string& exec_id, Reply<tv2::DeleteResponse> do
         std::string(process->is_init() ? "container " + id_ : "exec " + exec_id) + ": it is " +
         std::string(ProcessStateName(process->state()))));
   }
-  if (!process->is_init()) return DeleteExec(exec_id, std::move(done));
+  if (!process->is_init()) {
+    // Its start is under way: the exec may be running already.
+    if (exits_.start_in_flight(process)) {
+      return done(FailedPreconditionError("cannot delete exec " + exec_id + ": it is starting"));
+    }
+    return DeleteExec(exec_id, std::move(done));
+  }
+  // State shows a held init exit as stopped, but deleting now would publish
+  // /tasks/delete with no /tasks/exit before it (none ever: the container is
+  // dropped) and fail its Wait calls "no reply". As with the runc shim, it
+  // is not deletable until its exit is reported.
+  // (tests/unit/shim: DeleteOfAnInitWhoseExitIsHeldWaitsForTheExit)
+  if (exits_.init_exit_held()) {
+    return done(FailedPreconditionError("cannot delete container " + id_ +
+                                        ": its exit is not reported yet"));
+  }
   DeleteInitSteps::Run(std::make_shared<DeleteInitSteps>(*this, std::move(done)));
 }
 

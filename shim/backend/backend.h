@@ -8,7 +8,7 @@
 // Every call is asynchronous on the shim's event loop: it returns at once and
 // calls `done` exactly once, later, on the loop -- also when the backend is
 // destroyed first: a call still running then is answered NotFound
-// "container deleted". Loop thread only.
+// "container deleted", from the destructor itself. Loop thread only.
 #pragma once
 
 #include <sys/types.h>

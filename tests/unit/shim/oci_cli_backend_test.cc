@@ -1,0 +1,88 @@
+// The OCI CLI backend's side of the Backend contract: dropping it while a
+// runtime call is still running kills the runtime process and answers the
+// call NotFound "container deleted". The runtime is a script that records
+// its pid and never returns.
+#include "shim/backend/oci_cli/oci_cli_backend.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <optional>
+
+#include "base/file_util.h"
+#include "shim/backend/oci_cli/flavour.h"
+#include "tests/unit/ttrpc/test_util.h"
+
+namespace hull::shim::oci_cli {
+namespace {
+
+constexpr std::chrono::seconds kDeadline(10);
+
+class OciCliBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/hull-oci-cli-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    dir_ = dir;
+    loop_ = ttrpc::testing::NewLoop();
+    auto reaper = Reaper::Create(*loop_);
+    ASSERT_TRUE(reaper.has_value());
+    reaper_ = std::move(*reaper);
+  }
+  void TearDown() override {
+    reaper_.reset();
+    loop_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<Reaper> reaper_;
+};
+
+TEST_F(OciCliBackendTest, DestructorAnswersARunningCallAndKillsTheRuntime) {
+  const std::string pid_file = (dir_ / "runtime.pid").string();
+  const std::string runtime = (dir_ / "runtime").string();
+  // `exec`: the pid recorded is the process that sleeps.
+  ASSERT_TRUE(
+      WriteFileAtomic(runtime, "#!/bin/sh\necho $$ > " + pid_file + "\nexec sleep 100\n", 0755)
+          .ok());
+  auto backend = std::make_unique<OciCliBackend>(
+      *loop_, *reaper_, ArgvBuilder(FlavourFor("runc"), RuntimeConfig{.binary = runtime}),
+      RuntimeOptions{.binary_name = runtime});
+
+  std::optional<Status> answer;
+  int answers = 0;
+  backend->Kill("c1", SIGTERM, false, [&](Status s) {
+    ++answers;
+    answer = std::move(s);
+  });
+  pid_t runtime_pid = 0;
+  // Nothing on the loop says the file was written: look at each tick.
+  EventHandle tick = loop_->AddRepeatingTimer(std::chrono::milliseconds(2), [] {});
+  ASSERT_TRUE(loop_->RunUntil(
+      [&] {
+        auto text = ReadFile(pid_file);
+        if (text && !text->empty() && text->back() == '\n') runtime_pid = std::atoi(text->c_str());
+        return runtime_pid > 0;
+      },
+      kDeadline));
+  tick.Reset();
+  EXPECT_FALSE(answer.has_value()) << "the runtime never returns";
+  ASSERT_EQ(::kill(runtime_pid, 0), 0);
+
+  backend.reset();
+  ASSERT_TRUE(loop_->RunUntil([&] { return answer.has_value(); }, kDeadline));
+  EXPECT_EQ(answer->code(), Code::kNotFound);
+  EXPECT_EQ(answers, 1);
+  // Killed, and reaped: not even a zombie is left.
+  EXPECT_TRUE(
+      loop_->RunUntil([&] { return ::kill(runtime_pid, 0) != 0 && errno == ESRCH; }, kDeadline));
+  EXPECT_EQ(answers, 1);
+}
+
+}  // namespace
+}  // namespace hull::shim::oci_cli
