@@ -174,7 +174,11 @@ std::string Usage() {
          "  -debug                 debug logging\n"
          "  -info                  print RuntimeInfo (protobuf) for containerd\n"
          "  -v, -version           print the version\n"
-         "Run by containerd; see docs/start-delete.md.\n";
+         "  -h, -help              print this\n"
+         "containerd runs it for runtime type io.containerd.hull.v2 (start, then the server;\n"
+         "delete after a crash). Configuration: /etc/hull/config.toml (HULL_CONFIG names\n"
+         "another file), then the runtime handler's options (ConfigPath). See\n"
+         "containerd-shim-hull-v2(8), docs/config.md and docs/install.md.\n";
 }
 
 }  // namespace hull::shim
