@@ -238,9 +238,10 @@ Status Container::AddExec(const tv2::ExecProcessRequest& request) {
 void Container::KillInit(uint32_t signal, bool all, Done done) {
   std::weak_ptr<bool> alive = Alive();
   if (init_->exited()) {
-    // What a stopped container without a pid namespace of its own left
-    // behind is still signalled with `all` (the runc shim does the same).
-    if (!all || !exits_.shares_pid_namespace() || deleted_) {
+    // What a stopped container left behind (no pid namespace of its own)
+    // is still signalled with `all`, as the runc shim does; a runtime that
+    // finds nothing to signal means the same as "already finished".
+    if (!all || deleted_) {
       return done(NotFoundError("process already finished"));
     }
     return backend_->Kill(id_, static_cast<int>(signal), /*all=*/true,

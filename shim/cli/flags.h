@@ -52,7 +52,7 @@ struct Environment {
   std::string ttrpc_address;     // TTRPC_ADDRESS: where events are published
   std::string grpc_address;      // GRPC_ADDRESS (1.7+): same as -address
   std::string ns;                // NAMESPACE (1.7+): same as -namespace
-  std::string max_shim_version;  // MAX_SHIM_VERSION (1.7+): informational
+  std::string max_shim_version;  // MAX_SHIM_VERSION (1.7+): set means not 1.6
   bool sched_core = false;       // SCHED_CORE non-empty (1.6/1.7 sched_core=true)
   std::string config_path;       // HULL_CONFIG, else /etc/hull/config.toml
   std::string socket_dir;        // HULL_SOCKET_DIR, else /run/containerd/s

@@ -13,6 +13,7 @@
 #include "cgroups/cgroups.h"
 #include "containerd/runtime/bootstrap/v1/bootstrap.pb.h"
 #include "oci/spec.h"
+#include "shim/cli/bootstrap_output.h"
 #include "shim/cli/placement.h"
 #include "shim/cli/shim_socket.h"
 #include "shim/cli/socket_address.h"
@@ -26,7 +27,6 @@ namespace hull::shim {
 namespace {
 
 using containerd::runtime::bootstrap::v1::BootstrapParams;
-using containerd::runtime::bootstrap::v1::BootstrapResult;
 
 // Runs `undo` on scope exit unless dismissed.
 class ScopeGuard {
@@ -43,17 +43,23 @@ class ScopeGuard {
   std::function<void()> undo_;
 };
 
-// The task API version hull announces to containerd 2.3+: 3, as the runc
-// shim does; the server registers containerd.task.v3.Task as well as v2.
-constexpr int32_t kBootstrapVersion = 3;
-
-std::string Output(const std::string& address, const std::optional<BootstrapParams>& bootstrap) {
-  if (!bootstrap) return address;
-  BootstrapResult result;
-  result.set_version(kBootstrapVersion);
-  result.set_address(address);
-  result.set_protocol("ttrpc");
-  return result.SerializeAsString();
+// What `start` prints: decided once from what containerd sent and set, the
+// daemon's build and the config's start_output (bootstrap_output.h).
+std::string Output(const std::string& address, const StartRequest& req,
+                   const std::optional<BootstrapParams>& bootstrap, const ShimConfig& config,
+                   const Logger& log) {
+  DaemonSignals signals{.bootstrap_params = bootstrap.has_value(),
+                        .max_shim_version_set = !req.env.max_shim_version.empty()};
+  // Read the daemon only when it can change the answer.
+  if (config.start_output == StartOutputMode::kAuto && !signals.bootstrap_params &&
+      signals.max_shim_version_set) {
+    signals.daemon_module_major = DaemonModuleMajor(::getppid());
+  }
+  StartOutputFormat format = ChooseStartOutput(config.start_output, signals);
+  log.Info("start {}: answering containerd with {} (module major {})", req.cmd.id,
+           StartOutputName(format),
+           signals.daemon_module_major ? std::to_string(*signals.daemon_module_major) : "unknown");
+  return FormatStartOutput(format, address);
 }
 
 // <bundle>/address: the address, no newline, replaced atomically. containerd
@@ -150,7 +156,7 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
   if (listener->existing) {
     log.Info("start {}: joining the live shim of group {} at {}", req.cmd.id, group, address);
     HULL_RETURN_IF_ERROR_CTX(WriteAddressFile(req.bundle, address), "start");
-    return Output(address, bootstrap);
+    return Output(address, req, bootstrap, *config, log);
   }
 
   // What a failed start undoes: the server (an owned child, killed and
@@ -199,7 +205,7 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
   log.Info("start {}: server pid {} listening at {}", req.cmd.id, *pid, address);
   child->Release();
   undo.Dismiss();
-  return Output(address, bootstrap);
+  return Output(address, req, bootstrap, *config, log);
 }
 
 }  // namespace hull::shim

@@ -21,9 +21,11 @@ struct StartRequest {
   std::string self_exe;    // the binary to run as the server
 };
 
-// On success the address to print: plain "unix://..." (every containerd
-// accepts it and speaks task API v2), or, when stdin was a BootstrapParams
-// (containerd 2.3+), a protobuf BootstrapResult{version 3, address, "ttrpc"}.
+// On success what to print (bootstrap_output.h, ChooseStartOutput): the
+// plain "unix://..." address (containerd 1.6, 1.7; task API v2), JSON
+// version 3 (a containerd 2.x daemon; task API v3), or, when stdin was a
+// BootstrapParams (containerd 2.3+), a protobuf BootstrapResult version 3;
+// the config's start_output may force one.
 Result<std::string> RunStart(const StartRequest& req, const Logger& log);
 
 // This binary, for re-executing it as the server: /proc/self/exe resolved,

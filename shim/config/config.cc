@@ -73,7 +73,8 @@ bool operator==(const ShimConfig& a, const ShimConfig& b) {
          x.no_new_keyring == y.no_new_keyring && x.criu_path == y.criu_path &&
          x.criu_image_path == y.criu_image_path && x.criu_work_path == y.criu_work_path &&
          a.shim_cgroup == b.shim_cgroup && a.io_uid == b.io_uid && a.io_gid == b.io_gid &&
-         a.log_level == b.log_level && a.sizing == b.sizing && x.runtime_flags == y.runtime_flags;
+         a.log_level == b.log_level && a.sizing == b.sizing && a.start_output == b.start_output &&
+         x.runtime_flags == y.runtime_flags;
 }
 
 bool operator==(const PodSizing& a, const PodSizing& b) {

@@ -48,6 +48,11 @@ struct PodSizing {
 };
 bool operator==(const PodSizing& a, const PodSizing& b);
 
+// The `start_output` key: what `start` prints (shim/cli/bootstrap_output.h,
+// docs/start-delete.md). kAuto decides from containerd's environment and
+// build; the others force one format for daemons hull cannot tell apart.
+enum class StartOutputMode { kAuto, kAddress, kJsonV2, kJsonV3 };
+
 struct ShimConfig {
   // What runs the containers: the `runtime` key is runtime.binary_name.
   RuntimeOptions runtime;
@@ -62,6 +67,8 @@ struct ShimConfig {
   // [sizing]: how a pod is sized, and what hull does with the size on the
   // host (docs/sizing.md, "What the shim does with it").
   PodSizing sizing;
+  // start_output: what `start` prints.
+  StartOutputMode start_output = StartOutputMode::kAuto;
 };
 
 bool operator==(const ShimConfig& a, const ShimConfig& b);

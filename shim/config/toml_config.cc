@@ -124,6 +124,26 @@ std::string_view LogLevelName(LogLevel level) {
   return "info";
 }
 
+Result<StartOutputMode> GetStartOutput(const toml::node& node, std::string_view origin,
+                                       std::string_view key) {
+  HULL_ASSIGN_OR_RETURN(std::string mode, GetString(node, origin, key));
+  if (mode == "auto") return StartOutputMode::kAuto;
+  if (mode == "address") return StartOutputMode::kAddress;
+  if (mode == "json-v2") return StartOutputMode::kJsonV2;
+  if (mode == "json-v3") return StartOutputMode::kJsonV3;
+  return Invalid(origin, node, std::string(key) + ": expected auto, address, json-v2 or json-v3");
+}
+
+std::string_view StartOutputModeName(StartOutputMode mode) {
+  switch (mode) {
+    case StartOutputMode::kAuto: return "auto";
+    case StartOutputMode::kAddress: return "address";
+    case StartOutputMode::kJsonV2: return "json-v2";
+    case StartOutputMode::kJsonV3: return "json-v3";
+  }
+  return "auto";
+}
+
 // Stores a value read from TOML into its field, or passes the error on.
 template <typename T>
 Status Assign(Result<T> value, T& field) {
@@ -152,6 +172,9 @@ std::optional<Status> ApplyTopLevelKey(std::string_view key, const toml::node& n
   if (key == "criu_image_path") return Assign(GetPath(node, origin, key), rt.criu_image_path);
   if (key == "criu_work_path") return Assign(GetPath(node, origin, key), rt.criu_work_path);
   if (key == "log_level") return Assign(GetLogLevel(node, origin, key), config.log_level);
+  if (key == "start_output") {
+    return Assign(GetStartOutput(node, origin, key), config.start_output);
+  }
   return std::nullopt;
 }
 
@@ -326,6 +349,7 @@ std::string ToToml(const ShimConfig& config) {
       {"criu_image_path", rt.criu_image_path},
       {"criu_work_path", rt.criu_work_path},
       {"log_level", std::string(LogLevelName(config.log_level))},
+      {"start_output", std::string(StartOutputModeName(config.start_output))},
       {"sizing", SizingTable(config.sizing)},
   };
   toml::table flags;

@@ -1,4 +1,5 @@
-// CRI end to end: containerd 1.6.20's CRI plugin with the runtime handler
+// CRI end to end: containerd 1.6.20's (and, "C2" cases, 2.x's) CRI plugin
+// with the runtime handler
 // "hull" (io.containerd.hull.v2), driven by the project's CRI client, on the
 // harness's CNI bridge (127.201.0.0/24). Pods are sized from
 // linux.resources; the pause spec containerd writes is the oracle for hull's
@@ -19,11 +20,14 @@
 #include <string_view>
 #include <vector>
 
+#include "base/event_loop.h"
 #include "cri/runtime/v1/api.pb.h"
+#include "google/protobuf/empty.pb.h"
 #include "oci/pause_spec.h"
 #include "oci/sizing.h"
 #include "tests/integration/cri/cri_client.h"
 #include "tests/integration/harness/harness.h"
+#include "ttrpc/client.h"
 
 namespace hull::itest {
 namespace {
@@ -116,9 +120,14 @@ class CriTest : public ::testing::Test {
     char config_dir[] = "/tmp/hull-cri-config-XXXXXX";
     ASSERT_NE(::mkdtemp(config_dir), nullptr);
     config_dir_ = config_dir;
+    ContainerdOptions options{.enable_cri = true, .runtime_handlers_toml = HandlersToml()};
+    if (containerd2_) {
+      std::string why_not;
+      options.containerd_dir = Containerd2Dir(&why_not);
+      if (options.containerd_dir.empty()) GTEST_SKIP() << why_not;
+    }
     std::string error;
-    containerd_ = PrivateContainerd::Start(
-        {.enable_cri = true, .runtime_handlers_toml = HandlersToml()}, &error);
+    containerd_ = PrivateContainerd::Start(options, &error);
     ASSERT_NE(containerd_, nullptr) << error;
     ASSERT_TRUE(containerd_->ImportImages("k8s.io", &error)) << error;
     // runsc's sandbox, which has dropped its capabilities, mounts its chroot
@@ -163,17 +172,28 @@ class CriTest : public ::testing::Test {
   //   too, so "sandbox" fails with "cannot run with network enabled in root
   //   network namespace" (docs/backends.md).
   std::string HandlersToml() {
-    auto handler = [&](const std::string& name, const std::string& config) {
+    auto handler = [&](const std::string& name, const std::string& config,
+                       const std::string& runtime_keys = "") {
       const std::string path = config_dir_ + "/" + name + ".toml";
       std::ofstream(path) << config;
       const std::string table =
           "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes." + name;
-      return table + "]\n  runtime_type = \"io.containerd.hull.v2\"\n" + table +
+      return table + "]\n  runtime_type = \"io.containerd.hull.v2\"\n" + runtime_keys + table +
              ".options]\n  ConfigPath = \"" + path + "\"\n";
     };
-    return handler("hull-pod", "[sizing]\npod_cgroup_limits = true\nshim_in_pod_cgroup = true\n") +
-           handler("hull-runsc", "runtime = \"runsc\"\nroot = \"" + RunscRoot() +
-                                     "\"\n[runsc_config]\nnetwork = \"none\"\n");
+    const std::string runsc_config =
+        "runtime = \"runsc\"\nroot = \"" + RunscRoot() + "\"\n[runsc_config]\nnetwork = \"none\"\n";
+    std::string toml =
+        handler("hull-pod", "[sizing]\npod_cgroup_limits = true\nshim_in_pod_cgroup = true\n") +
+        handler("hull-runsc", runsc_config);
+    // containerd 2.x: the same two with `sandboxer = "shim"` (the pod made
+    // through hull's containerd.runtime.sandbox.v1.Sandbox). The harness
+    // moves these tables to plugins."io.containerd.cri.v1.runtime".
+    if (containerd2_) {
+      toml += handler("hull-shim", "", "  sandboxer = \"shim\"\n");
+      toml += handler("hull-runsc-shim", runsc_config, "  sandboxer = \"shim\"\n");
+    }
+    return toml;
   }
   std::string RunscRoot() const { return config_dir_ + "/runsc"; }
 
@@ -284,6 +304,9 @@ class CriTest : public ::testing::Test {
     EXPECT_TRUE(RemoveCgroupParent(cgroup_parent_));
   }
 
+  // Set before SetUp: run containerd 2.x (Containerd2Dir()) instead of
+  // Debian's 1.6.20.
+  bool containerd2_ = false;
   std::string config_dir_;
   std::unique_ptr<PrivateContainerd> containerd_;
   std::unique_ptr<CriClient> cri_;
@@ -294,10 +317,15 @@ class CriTest : public ::testing::Test {
 // (runc) on the pod network or the host's, and "hull-runsc" (one gVisor
 // sandbox per pod) on the pod network (runsc refuses the host's network
 // namespace here).
+// On containerd 2.x ("C2" cases) with the default sandboxer (podsandbox:
+// CRI runs the pause container as a task) and with "shim" (CRI asks the
+// shim's Sandbox API for the pod).
 struct PodCase {
   const char* name;
   const char* handler;
   bool host_network;
+  bool containerd2 = false;
+  const char* sandboxer = "podsandbox";
 };
 
 // For test names and messages (gtest would print the struct's bytes).
@@ -305,7 +333,44 @@ void PrintTo(const PodCase& c, std::ostream* os) {
   *os << c.name;
 }
 
-class CriPodTest : public CriTest, public ::testing::WithParamInterface<PodCase> {};
+class CriPodTest : public CriTest, public ::testing::WithParamInterface<PodCase> {
+ protected:
+  void SetUp() override {
+    containerd2_ = GetParam().containerd2;
+    CriTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    if (std::string_view(GetParam().sandboxer) == "shim") SkipUnlessSandboxApi();
+  }
+
+  // The "shim" sandboxer needs hull's containerd.runtime.sandbox.v1.Sandbox:
+  // asked of a live hull server (a podsandbox pod's), Unimplemented means
+  // this build has none, and the case is skipped.
+  void SkipUnlessSandboxApi() {
+    const json probe_config = PodConfig("sbprobe", /*host_network=*/false);
+    const std::string probe = RunPod(probe_config, "hull");
+    ASSERT_FALSE(probe.empty());
+    std::string address = ReadText(Bundle(probe) + "/address");
+    Result<google::protobuf::Empty> ping = google::protobuf::Empty();
+    {
+      auto loop = EventLoop::Create();
+      ASSERT_TRUE(loop.has_value()) << loop.error().ToString();
+      auto client = ttrpc::Client::Connect(**loop, address);
+      ASSERT_TRUE(client.has_value()) << client.error().ToString();
+      ttrpc::CallOptions options;
+      options.deadline = (*loop)->Now() + 10s;
+      options.metadata.emplace_back("containerd-namespace-ttrpc", "k8s.io");
+      ping = (*client)->CallUnarySync<google::protobuf::Empty>(
+          "containerd.runtime.sandbox.v1.Sandbox", "PingSandbox", google::protobuf::Empty(),
+          options);
+    }
+    RemovePodAndCheckNothingLeft(probe);
+    if (!ping.has_value() && ping.error().code() == Code::kUnimplemented) {
+      GTEST_SKIP() << "Sandbox API not in this build (containerd.runtime.sandbox.v1.Sandbox/"
+                      "PingSandbox: "
+                   << ping.error().ToString() << ")";
+    }
+  }
+};
 
 TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
   const bool host_network = GetParam().host_network;
@@ -417,11 +482,15 @@ TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Handlers, CriPodTest,
-                         ::testing::Values(PodCase{"PodNetwork", "hull", false},
-                                           PodCase{"HostNetwork", "hull", true},
-                                           PodCase{"RunscPodNetwork", "hull-runsc", false}),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Handlers, CriPodTest,
+    ::testing::Values(PodCase{"PodNetwork", "hull", false}, PodCase{"HostNetwork", "hull", true},
+                      PodCase{"RunscPodNetwork", "hull-runsc", false},
+                      PodCase{"C2PodNetwork", "hull", false, true},
+                      PodCase{"C2RunscPodNetwork", "hull-runsc", false, true},
+                      PodCase{"C2ShimPodNetwork", "hull-shim", false, true, "shim"},
+                      PodCase{"C2RunscShimPodNetwork", "hull-runsc-shim", false, true, "shim"}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 // A pod with one process namespace (shareProcessNamespace) whose app forks
 // workers: when the app's init is killed the workers, in the pod's pid

@@ -446,6 +446,7 @@ TEST_P(HullCtrTest, OomKillIsPublished) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, HullCtrTest, ::testing::Values("runc", "crun", "runsc"));
+INSTANTIATE_TEST_SUITE_P(Containerd2, HullCtrTest, ::testing::Values("runc", "crun", "runsc"));
 
 }  // namespace
 }  // namespace hull::itest

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -217,6 +218,17 @@ Result<std::string> CrunFeaturesDocument(std::string_view version_output, const 
 
 Result<std::string> BuildCrunFeatures(std::string_view version_output) {
   return CrunFeaturesDocument(version_output, QueryHostFacts());
+}
+
+std::string CrunSpecVersionMax(std::string_view version_output) {
+  Result<CrunVersion> v = ParseCrunVersion(version_output);
+  if (!v) return "";
+  int major = 0, minor = 0;
+  const char* end = v->version.data() + v->version.size();
+  auto [p, ec] = std::from_chars(v->version.data(), end, major);
+  if (ec == std::errc() && p != end && *p == '.') std::from_chars(p + 1, end, minor);
+  if (major > 1 || (major == 1 && minor >= 8)) return "1.1.0";
+  return v->spec.empty() ? std::string("1.0.0") : v->spec;
 }
 
 }  // namespace hull::shim::oci_cli

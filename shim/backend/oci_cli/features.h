@@ -33,4 +33,12 @@ Result<std::string> CrunFeaturesDocument(std::string_view version_output, const 
 // CrunFeaturesDocument with this host's facts (a Flavour::build_features).
 Result<std::string> BuildCrunFeatures(std::string_view version_output);
 
+// The newest runtime-spec version the crun whose `crun --version` printed
+// `version_output` lets through its ociVersion check (a
+// Flavour::spec_version_max), for crun without `crun features`. crun 1.8
+// accepts 1.0.x and 1.1.x and refuses 1.2 ("unknown version specified"),
+// though its banner says "spec: 1.0.0"; older crun: the banner's version.
+// "" when the output is not crun's banner.
+std::string CrunSpecVersionMax(std::string_view version_output);
+
 }  // namespace hull::shim::oci_cli

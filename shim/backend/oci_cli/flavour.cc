@@ -55,6 +55,7 @@ constexpr Flavour kCrun{
     .criu_path_flag = {},  // crun loads libcriu itself
     .restore_no_subreaper = false,
     .build_features = &BuildCrunFeatures,  // crun < 1.9 has no `crun features`
+    .spec_version_max = &CrunSpecVersionMax,
     .errors = kCrunErrors,
     .process_gone = kCrunProcessGone,
 };

@@ -25,6 +25,10 @@ struct ErrorPattern {
 // runtime's `--version` output, for runtimes without a `features` command.
 using FeaturesBuilder = Result<std::string> (*)(std::string_view version_output);
 
+// The newest runtime-spec version a runtime takes, from its `--version`
+// output ("" when unknown).
+using SpecVersionMaxFn = std::string (*)(std::string_view version_output);
+
 struct Flavour {
   std::string_view name;  // "runc", "crun", "runsc": for logs and error messages
   // Global flag that names the criu binary ("--criu"); empty: the runtime has
@@ -34,6 +38,12 @@ struct Flavour {
   bool restore_no_subreaper = false;
   // Fallback for `RuntimeFeatures` when `<runtime> features` fails; null: none.
   FeaturesBuilder build_features = nullptr;
+  // Non-null: the runtime refuses a config.json whose ociVersion is newer
+  // than it takes (crun), so Create first fits the spec to the runtime
+  // (spec_version.h). The version comes from `<runtime> features`
+  // (ociVersionMax), else from this function of `<runtime> --version`.
+  // Null: the runtime does not check ociVersion (runc, runsc).
+  SpecVersionMaxFn spec_version_max = nullptr;
   // Runtime messages -> codes, first match wins; unmatched: Unknown.
   std::span<const ErrorPattern> errors;
   // Kill messages that mean the process has already exited.

@@ -12,6 +12,7 @@
 #include "shim/backend/oci_cli/cgroup_bridge.h"
 #include "shim/backend/oci_cli/runsc_events.h"
 #include "shim/backend/oci_cli/runtime_error.h"
+#include "shim/backend/oci_cli/spec_version.h"
 
 namespace hull::shim::oci_cli {
 
@@ -181,6 +182,57 @@ Result<std::shared_ptr<OciCliBackend::PendingStart>> OciCliBackend::Hold(const C
 }
 
 void OciCliBackend::Create(const CreateRequest& req, Done done) {
+  if (argv_.flavour().spec_version_max == nullptr || req.bundle.empty()) {
+    return RuntimeCreate(req, std::move(done));
+  }
+  // Our own copies of the stdio descriptors, should the probe outlast the
+  // caller's.
+  auto held = Hold(req);
+  if (!held) return PostDone(std::move(done), held.error());
+  CreateFrom(CreateStep::kProbeSpecVersion, std::move(*held), std::move(done));
+}
+
+void OciCliBackend::CreateFrom(CreateStep step, std::shared_ptr<PendingStart> held, Done done) {
+  const std::string& id = held->req.id;
+  switch (step) {
+    case CreateStep::kProbeSpecVersion: {
+      if (spec_version_max_.has_value()) {
+        return CreateFrom(CreateStep::kFitSpec, std::move(held), std::move(done));
+      }
+      // `<runtime> features` (crun 1.9+), else the version banner.
+      Call call{.what = "features", .id = id, .argv = argv_.Features(), .reads_log = false};
+      return Run(std::move(call), [this, held = std::move(held), done = std::move(done)](
+                                      Status s, CommandResult r) mutable {
+        if (destroying_) return done(ContainerDeleted(held->req.id));
+        if (s.ok()) {
+          spec_version_max_ = SpecVersionMax(r.out);
+          return CreateFrom(CreateStep::kFitSpec, std::move(held), std::move(done));
+        }
+        Call version{
+            .what = "--version", .id = held->req.id, .argv = argv_.Version(), .reads_log = false};
+        Run(std::move(version), [this, held = std::move(held), done = std::move(done)](
+                                    Status s, CommandResult r) mutable {
+          if (destroying_) return done(ContainerDeleted(held->req.id));
+          spec_version_max_ = s.ok() ? argv_.flavour().spec_version_max(r.out) : std::string();
+          CreateFrom(CreateStep::kFitSpec, std::move(held), std::move(done));
+        });
+      });
+    }
+    case CreateStep::kFitSpec: {
+      if (!spec_version_max_->empty()) {
+        Status fit = FitBundleSpecVersion(held->req.bundle + "/config.json", *spec_version_max_,
+                                          argv_.flavour().name, nullptr);
+        if (!fit.ok()) return PostDone(std::move(done), fit.WithContext("create " + id));
+      }
+      return CreateFrom(CreateStep::kRuntimeCreate, std::move(held), std::move(done));
+    }
+    case CreateStep::kRuntimeCreate:
+      // The runtime gets its own copies of `held`'s descriptors at spawn.
+      return RuntimeCreate(held->req, std::move(done));
+  }
+}
+
+void OciCliBackend::RuntimeCreate(const CreateRequest& req, Done done) {
   const bool restore = !req.checkpoint.empty();
   RuntimeConfig config = argv_.config();
   config.log_path = req.bundle.empty() ? std::string() : req.bundle + "/log.json";

@@ -133,6 +133,12 @@ class OciCliBackend final : public Backend {
     EventHandle timer;
     Done done;
   };
+  // Create in steps: learn the newest spec version the runtime takes (once
+  // per backend, for a flavour with spec_version_max), fit the bundle's
+  // config.json to it (spec_version.h), then run `create`.
+  enum class CreateStep { kProbeSpecVersion, kFitSpec, kRuntimeCreate };
+  void CreateFrom(CreateStep step, std::shared_ptr<PendingStart> held, Done done);
+  void RuntimeCreate(const CreateRequest& req, Done done);
 
   enum class CheckpointStep { kProbeRuntime, kCheckCriu, kDump };
   void CheckpointFrom(CheckpointStep step, CheckpointRequest req, Done done);
@@ -147,6 +153,9 @@ class OciCliBackend final : public Backend {
   std::map<uint64_t, KillWait> kill_waits_;  // WaitUntilEmpty's polls
   std::map<std::string, Entry> containers_;
   std::optional<Status> can_checkpoint_;  // result of the runtime probe
+  // The newest runtime-spec version the runtime takes, once probed; ""
+  // when the runtime could not say (the spec then goes as it is).
+  std::optional<std::string> spec_version_max_;
   bool destroying_ = false;
 };
 

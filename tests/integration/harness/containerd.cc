@@ -120,9 +120,12 @@ bool PrivateContainerd::Launch(std::string* error) {
     return false;
   }
   const char* path = std::getenv("PATH");
-  std::string env_path = options_.shim_dir + ":" + (path != nullptr ? path : "") +
+  std::string env_path = options_.shim_dir + ":" +
+                         (v2() ? options_.containerd_dir + "/bin:" : std::string()) +
+                         (path != nullptr ? path : "") +
                          ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  internal::SpawnOptions spawn{.argv = {"containerd", "--config", dir_ + "/config.toml"},
+  const std::string containerd = v2() ? options_.containerd_dir + "/bin/containerd" : "containerd";
+  internal::SpawnOptions spawn{.argv = {containerd, "--config", dir_ + "/config.toml"},
                                .extra_env = {"PATH=" + env_path},
                                .pipe_stdin = false,
                                .output_fd = log.get()};
@@ -177,7 +180,8 @@ std::vector<std::string> PrivateContainerd::CtrEnv() const {
 // they go with it.
 std::vector<std::string> PrivateContainerd::CtrArgv(const std::vector<std::string>& args,
                                                     const std::string& ns) const {
-  std::vector<std::string> argv = {"ctr", "-a", address(), "-n", ns};
+  std::vector<std::string> argv = {v2() ? options_.containerd_dir + "/bin/ctr" : "ctr", "-a",
+                                   address(), "-n", ns};
   size_t command_words = 0;
   if (!args.empty() && args[0] == "run") {
     command_words = 1;

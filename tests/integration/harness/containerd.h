@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tests/integration/harness/command.h"
+#include "tests/integration/harness/containerd2.h"
 #include "tests/integration/harness/spawn_internal.h"
 
 namespace hull::itest {
@@ -42,6 +43,15 @@ struct ContainerdOptions {
   std::string shim_dir;
   // "" picks overlayfs when the kernel has it, else native.
   std::string snapshotter;
+  // "" runs the host's containerd (Debian's 1.6.20, from PATH) with a
+  // version 2 config; a directory with bin/containerd and bin/ctr (see
+  // Containerd2Dir()) runs that containerd 2.x and its ctr, with a version 3
+  // config, and puts bin/ on containerd's PATH after shim_dir (so its own
+  // containerd-shim-runc-v2 serves runtime type io.containerd.runc.v2).
+  // runtime_handlers_toml may name tables as for 1.6
+  // ([plugins."io.containerd.grpc.v1.cri".containerd.runtimes.X]); on 2.x
+  // they are moved to plugins."io.containerd.cri.v1.runtime".
+  std::string containerd_dir;
   // How long Start/Restart wait for the daemon to answer.
   std::chrono::milliseconds start_timeout = std::chrono::seconds(30);
 };
@@ -73,6 +83,8 @@ class PrivateContainerd {
   const std::string& cni_network() const { return cni_network_; }
   const std::string& snapshotter() const { return snapshotter_; }
   pid_t pid() const { return daemon_.pid; }
+  // True when this is a containerd 2.x (options.containerd_dir set).
+  bool v2() const { return !options_.containerd_dir.empty(); }
 
   // `ctr -a <address> -n <ns> args...` with this instance's snapshotter, and
   // `--fifo-dir <dir>/fifo` added to `run`, `task start` and `task exec`.

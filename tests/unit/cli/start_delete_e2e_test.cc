@@ -335,6 +335,21 @@ TEST_F(StartDeleteTest, BootstrapParamsGetABootstrapResult) {
   EXPECT_EQ(argv.back(), "-debug");  // log_level DEBUG
 }
 
+// Launched by this test (not a containerd binary) with containerd 1.7+'s
+// environment, start prints the plain address; the config's start_output
+// forces the JSON bootstrap result instead.
+TEST_F(StartDeleteTest, StartOutputInTheConfigForcesJsonVersion3) {
+  fs::path bundle = MakeBundle("c7", "{}");
+  std::ofstream(root_ / "config.toml") << "runtime = \"/bin/true\"\nstart_output = \"json-v3\"\n";
+  ShimRun run = RunShim(StartArgs("c7"), bundle, env_);
+  ASSERT_EQ(run.exit_status, 0) << run.err;
+  EXPECT_EQ(run.err, "");
+  const std::string address = ExpectedAddress("c7", socket_dir_);
+  EXPECT_EQ(run.out, R"({"version":3,"address":")" + address + R"(","protocol":"ttrpc"})");
+  EXPECT_EQ(Slurp(bundle / "address"), address);
+  ServerFor(address);
+}
+
 TEST_F(StartDeleteTest, LegacyAnyOptionsAreApplied) {
   fs::path bundle = MakeBundle("c5", "{}");
   containerd::runc::v1::Options runc;

@@ -1,0 +1,132 @@
+// Fitting a spec's ociVersion to a runtime that checks it (crun): down-level
+// when the spec uses nothing newer, else FailedPrecondition; and the crun
+// version table. The real crun run is in tests/integration (containerd 2.x).
+#include "shim/backend/oci_cli/spec_version.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "shim/backend/oci_cli/features.h"
+#include "shim/backend/oci_cli/flavour.h"
+#include "tests/unit/backend/testdata.h"
+
+namespace hull::shim::oci_cli {
+namespace {
+
+using nlohmann::json;
+
+// What containerd 2.1.5 writes for `ctr run` (abridged).
+json Containerd2Spec() {
+  return json{{"ociVersion", "1.2.1"},
+              {"process", {{"args", {"sh"}}, {"cwd", "/"}}},
+              {"root", {{"path", "rootfs"}}},
+              {"linux",
+               {{"namespaces", {{{"type", "pid"}}, {{"type", "mount"}}}},
+                {"resources", {{"devices", json::array()}}}}}};
+}
+
+TEST(FitSpecVersionTest, NothingNewerIsDownLevelled) {
+  EXPECT_EQ(FitSpecVersion(Containerd2Spec(), "1.1.0", "crun").value(), "1.1.0");
+  // Build and pre-release suffixes do not matter; the result is M.m.0.
+  EXPECT_EQ(FitSpecVersion(Containerd2Spec(), "1.1.0+dev", "crun").value(), "1.1.0");
+  // 1.0 runtime: nothing of 1.1 or 1.2 in the spec either.
+  EXPECT_EQ(FitSpecVersion(Containerd2Spec(), "1.0.0", "crun").value(), "1.0.0");
+}
+
+TEST(FitSpecVersionTest, NotNewerGoesAsItIs) {
+  for (const char* v : {"1.1.0", "1.0.2-dev", "1.1.0-rc.1", "1.0.0"}) {
+    json spec = Containerd2Spec();
+    spec["ociVersion"] = v;
+    EXPECT_EQ(FitSpecVersion(spec, "1.1.0", "crun").value(), "") << v;
+  }
+  // Same minor, newer patch: patch releases add nothing.
+  EXPECT_EQ(FitSpecVersion(Containerd2Spec(), "1.2.0", "crun").value(), "");
+  // Unreadable versions: the runtime decides.
+  json spec = Containerd2Spec();
+  spec["ociVersion"] = "banana";
+  EXPECT_EQ(FitSpecVersion(spec, "1.1.0", "crun").value(), "");
+  EXPECT_EQ(FitSpecVersion(Containerd2Spec(), "", "crun").value(), "");
+  spec.erase("ociVersion");
+  EXPECT_EQ(FitSpecVersion(spec, "1.1.0", "crun").value(), "");
+}
+
+TEST(FitSpecVersionTest, NewerFieldIsFailedPreconditionNamingBothVersions) {
+  json spec = Containerd2Spec();
+  spec["process"]["ioPriority"] = {{"class", "IOPRIO_CLASS_RT"}, {"priority", 1}};
+  Result<std::string> fit = FitSpecVersion(spec, "1.1.0", "crun");
+  ASSERT_FALSE(fit.has_value());
+  EXPECT_EQ(fit.error().code(), Code::kFailedPrecondition);
+  EXPECT_NE(fit.error().message().find("1.1.0"), std::string::npos) << fit.error().ToString();
+  EXPECT_NE(fit.error().message().find("1.2.1"), std::string::npos) << fit.error().ToString();
+  EXPECT_NE(fit.error().message().find("/process/ioPriority"), std::string::npos);
+
+  // A 1.1 field matters to a 1.0 runtime, not to a 1.1 one.
+  spec = Containerd2Spec();
+  spec["linux"]["namespaces"].push_back({{"type", "time"}});
+  EXPECT_EQ(FitSpecVersion(spec, "1.1.0", "crun").value(), "1.1.0");
+  EXPECT_EQ(FitSpecVersion(spec, "1.0.0", "crun").error().code(), Code::kFailedPrecondition);
+  spec = Containerd2Spec();
+  spec["mounts"] = {{{"destination", "/x"}, {"uidMappings", json::array()}}};
+  EXPECT_EQ(FitSpecVersion(spec, "1.0.0", "crun").error().code(), Code::kFailedPrecondition);
+}
+
+TEST(FitSpecVersionTest, VersionsHullDoesNotKnowAreRefused) {
+  json spec = Containerd2Spec();
+  spec["ociVersion"] = "1.3.0";
+  EXPECT_EQ(FitSpecVersion(spec, "1.1.0", "crun").error().code(), Code::kFailedPrecondition);
+  spec["ociVersion"] = "2.0.0";
+  EXPECT_EQ(FitSpecVersion(spec, "1.1.0", "crun").error().code(), Code::kFailedPrecondition);
+}
+
+TEST(FitBundleSpecVersionTest, RewritesTheFileKeepingItsMode) {
+  char dir[] = "/tmp/hull-specver-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/config.json";
+  std::ofstream(path) << Containerd2Spec().dump();
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  std::string from;
+  ASSERT_TRUE(FitBundleSpecVersion(path, "1.1.0", "crun", &from).ok());
+  EXPECT_EQ(from, "1.2.1");
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  json rewritten = json::parse(text.str());
+  EXPECT_EQ(rewritten["ociVersion"], "1.1.0");
+  json expected = Containerd2Spec();
+  expected["ociVersion"] = "1.1.0";
+  EXPECT_EQ(rewritten, expected);
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  // Already fitted: untouched.
+  from.clear();
+  ASSERT_TRUE(FitBundleSpecVersion(path, "1.1.0", "crun", &from).ok());
+  EXPECT_EQ(from, "");
+  EXPECT_EQ(
+      FitBundleSpecVersion(std::string(dir) + "/missing.json", "1.1.0", "crun", nullptr).code(),
+      Code::kNotFound);
+  ::unlink(path.c_str());
+  ::rmdir(dir);
+}
+
+TEST(SpecVersionMaxTest, FromFeaturesAndFromCrunsBanner) {
+  EXPECT_EQ(SpecVersionMax(R"({"ociVersionMin":"1.0.0","ociVersionMax":"1.2.0"})"), "1.2.0");
+  EXPECT_EQ(SpecVersionMax("{}"), "");
+  EXPECT_EQ(SpecVersionMax("not json"), "");
+  // Debian 12's crun 1.8.1 says "spec: 1.0.0" but takes 1.1.x.
+  EXPECT_EQ(CrunSpecVersionMax(testing::ReadTestdata("crun-1.8.1.version")), "1.1.0");
+  EXPECT_EQ(CrunSpecVersionMax("crun version 1.2\nspec: 1.0.0\n"), "1.0.0");
+  EXPECT_EQ(CrunSpecVersionMax("runc version 1.1.5\n"), "");
+  // Only crun checks the version.
+  EXPECT_NE(CrunFlavour().spec_version_max, nullptr);
+  EXPECT_EQ(RuncFlavour().spec_version_max, nullptr);
+  EXPECT_EQ(RunscFlavour().spec_version_max, nullptr);
+}
+
+}  // namespace
+}  // namespace hull::shim::oci_cli
