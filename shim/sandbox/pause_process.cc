@@ -32,11 +32,12 @@ Result<PausePlan> PlanFor(const oci::Spec& spec) {
     if (ns.type == "ipc") flag = CLONE_NEWIPC;
     if (ns.type == "uts") flag = CLONE_NEWUTS;
     if (ns.type == "pid") flag = CLONE_NEWPID;
-    if (ns.type == "mount") flag = CLONE_NEWNS;
     if (ns.type == "user") {
       return UnimplementedError("pause process: a user namespace is not supported");
     }
-    if (flag == 0) continue;  // cgroup: the pause process stays in the server's
+    // mount and cgroup: no container joins the pause's (a copy of the host's
+    // mounts would only pin them); it stays in the server's.
+    if (flag == 0) continue;
     if (ns.path.empty()) {
       plan.clone_flags |= flag;
     } else if (flag == CLONE_NEWNET) {
