@@ -188,6 +188,7 @@ void SandboxService::Create(const sb::CreateSandboxRequest& r,
                  return done(admission.error().WithContext(what));
                }
                backend_ = admission->backend;
+               pod_.HoldSandbox();
                HULL_ANSWER_IF_ERROR(MoveTo(SandboxState::kCreated), done);
                ctx_.log.Info("{}: created ({})", what, backend_->name());
                done(sb::CreateSandboxResponse());
@@ -336,9 +337,15 @@ void SandboxService::Shutdown(const sb::ShutdownSandboxRequest& r,
   StopThen([this, alive, done = std::move(done)] {
     if (alive.expired()) return done(UnavailableError("shim is shutting down"));
     MoveTo(SandboxState::kShutdown).IgnoreError();
-    ctx_.log.Info("sandbox {}: shut down", id_);
-    done(sb::ShutdownSandboxResponse());
-    on_shutdown_();
+    pod_.ReleaseSandbox([this, alive, done](hull::Status torn_down) {
+      if (alive.expired()) return done(UnavailableError("shim is shutting down"));
+      if (!torn_down.ok()) {
+        ctx_.log.Warn("sandbox {}: tear down: {}", id_, torn_down.ToString());
+      }
+      ctx_.log.Info("sandbox {}: shut down", id_);
+      done(sb::ShutdownSandboxResponse());
+      on_shutdown_();
+    });
   });
 }
 

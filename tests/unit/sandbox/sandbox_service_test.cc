@@ -367,12 +367,27 @@ TEST_F(SandboxServiceTest, ShutdownWithContainersLeftIsFailedPrecondition) {
   EXPECT_EQ(service_->state(), SandboxState::kReady);
 }
 
+TEST_F(SandboxServiceTest, TheSandboxOutlivesThePodsLastContainer) {
+  ASSERT_TRUE(Create().has_value());
+  ASSERT_TRUE(Start().has_value());
+  ASSERT_TRUE(pod_->Add(std::make_unique<Container>(*ctx_, *pod_, "app", bundle_, StdioConfig{},
+                                                    ShimConfig()))
+                  .has_value());
+  pod_->DropLater("app");
+  ASSERT_TRUE(loop_->RunUntil([&] { return pod_->container_count() == 0; }, seconds(5)));
+  loop_->RunUntil([] { return false; }, std::chrono::milliseconds(20));
+  EXPECT_EQ(calls_["TeardownSandbox"], 0) << "torn down while the Sandbox API holds it";
+  ASSERT_TRUE(Shutdown().has_value());
+  EXPECT_EQ(calls_["TeardownSandbox"], 1);
+}
+
 TEST_F(SandboxServiceTest, ShutdownEndsTheSandboxAndTheServer) {
   ASSERT_TRUE(Create().has_value());
   ASSERT_TRUE(Start().has_value());
   ASSERT_TRUE(Shutdown().has_value());
   EXPECT_EQ(pause_->kills, 1);
   EXPECT_EQ(shutdowns_, 1);
+  EXPECT_EQ(calls_["TeardownSandbox"], 1);
   EXPECT_EQ(service_->state(), SandboxState::kShutdown);
   // After it: no second shutdown, no start, no stop; status still answers.
   EXPECT_EQ(CodeOf(Shutdown()), Code::kFailedPrecondition);
