@@ -233,7 +233,10 @@ void SandboxService::Exited(int exit_status) {
 void SandboxService::StopThen(std::function<void()> then) {
   if (state_ == SandboxState::kReady) {
     on_stopped_.push_back(std::move(then));
-    pause_->Kill(pid_);
+    // Once: a second stop while the first waits must not signal a pid the
+    // reaper may have released meanwhile.
+    if (!kill_sent_) pause_->Kill(pid_);
+    kill_sent_ = true;
     return;
   }
   if (state_ == SandboxState::kCreated) {

@@ -93,6 +93,7 @@ class SandboxService {
   std::optional<oci::Spec> spec_;
   Backend* backend_ = nullptr;  // the pod's
   pid_t pid_ = 0;
+  bool kill_sent_ = false;  // StopThen signalled the pause process
   uint32_t exit_status_ = 0;
   google::protobuf::Timestamp created_at_;
   google::protobuf::Timestamp exited_at_;

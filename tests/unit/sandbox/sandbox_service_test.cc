@@ -309,6 +309,20 @@ TEST_F(SandboxServiceTest, WaitAnswersWhenStopEndsThePauseProcess) {
   EXPECT_EQ(again->exit_status(), 137u);
 }
 
+TEST_F(SandboxServiceTest, TwoStopsAtOnceSignalThePauseProcessOnce) {
+  ASSERT_TRUE(Create().has_value());
+  ASSERT_TRUE(Start().has_value());
+  int answered = 0;
+  auto count = [&](Result<sb::StopSandboxResponse> r) {
+    EXPECT_TRUE(r.has_value());
+    ++answered;
+  };
+  service_->Stop(For<sb::StopSandboxRequest>("pod1"), count);
+  service_->Stop(For<sb::StopSandboxRequest>("pod1"), count);
+  ASSERT_TRUE(loop_->RunUntil([&] { return answered == 2; }, seconds(5)));
+  EXPECT_EQ(pause_->kills, 1);
+}
+
 TEST_F(SandboxServiceTest, ThePauseProcessExitingStopsTheSandbox) {
   ASSERT_TRUE(Create().has_value());
   ASSERT_TRUE(Start().has_value());
