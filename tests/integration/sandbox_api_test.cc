@@ -103,7 +103,21 @@ class SandboxApiTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    containerd_.reset();
+    // The harness removes the sockets of task bundles; a sandbox bundle
+    // lives elsewhere (io.containerd.sandbox.controller.v1.shim), so a test
+    // that failed with the server alive would leave its socket behind.
+    std::vector<std::string> sockets;
+    std::error_code ec;
+    if (containerd_) {
+      for (const auto& entry : fs::recursive_directory_iterator(
+               containerd_->state() + "/io.containerd.sandbox.controller.v1.shim", ec)) {
+        if (entry.path().filename() != "address") continue;
+        const std::string address = ReadText(entry.path());
+        if (address.rfind("unix://", 0) == 0) sockets.push_back(address.substr(7));
+      }
+    }
+    containerd_.reset();  // kills what is left
+    for (const std::string& socket : sockets) ::unlink(socket.c_str());
     for (const char* root : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids",
                              "/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
       ::rmdir((std::string(root) + cgroup_parent_).c_str());
