@@ -15,6 +15,8 @@
 #include "shim/config/config.h"
 #include "shim/pod/pod.h"
 #include "shim/publisher.h"
+#include "shim/sandbox/pause_process.h"
+#include "shim/sandbox/sandbox_service.h"
 #include "shim/task_service.h"
 #include "ttrpc/server.h"
 
@@ -83,13 +85,24 @@ int RunServer(const ServerArgs& args) {
     server.Shutdown([&] { publisher.Flush(std::chrono::seconds(5), [&] { loop.Stop(); }); });
   };
 
+  const std::string config_path = ConfigFilePath(std::getenv(std::string(kConfigPathEnv).c_str()));
+  SandboxService sandbox(
+      ctx, pod,
+      [&config_path](const std::string& bundle) {
+        return ResolveContainerConfig(google::protobuf::Any(), bundle, config_path);
+      },
+      MakeHostPauseRunner(reaper), stop);
+  sandbox.RegisterWith(server);
+
   TaskService tasks(
       ctx, pod,
-      [config_path = ConfigFilePath(std::getenv(std::string(kConfigPathEnv).c_str()))](
-          const google::protobuf::Any& options, const std::string& bundle) {
+      [&config_path](const google::protobuf::Any& options, const std::string& bundle) {
         return ResolveContainerConfig(options, bundle, config_path);
       },
-      stop);
+      // A pod created through the Sandbox API ends at ShutdownSandbox only.
+      [&] {
+        if (!sandbox.holds_server()) stop();
+      });
   tasks.RegisterWith(server);
 
   Status served = server.Serve(UniqueFd(args.listen_fd));

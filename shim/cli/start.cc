@@ -107,6 +107,34 @@ Result<std::string> ServerOrigin(const ShimConfig& config) {
   return *own.unified;
 }
 
+// What `start` reads from the bundle: the spec, the grouping id and, for a
+// pause container, the pod's size.
+struct StartBundle {
+  std::string group;
+  std::optional<oci::Spec> spec;
+  std::optional<oci::PodSize> pod_size;
+};
+
+// A bundle without config.json is a sandbox that containerd 2.x's shim
+// sandboxer creates through the Sandbox API (CreateSandbox brings the
+// PodSandboxConfig): `-id` is the sandbox id, which is what the pod's
+// containers group by, and the pod is sized and its cgroup placed at
+// CreateSandbox, in the server.
+Result<StartBundle> ReadStartBundle(const StartRequest& req, const ShimConfig& config,
+                                    const Logger& log) {
+  const std::string path = req.bundle + "/" + std::string(oci::kConfigFileName);
+  if (::access(path.c_str(), F_OK) != 0 && errno == ENOENT) {
+    log.Info("start {}: no {}: a sandbox (Sandbox API)", req.cmd.id, oci::kConfigFileName);
+    return StartBundle{.group = req.cmd.id};
+  }
+  HULL_ASSIGN_OR_RETURN(oci::Spec spec, oci::Spec::Load(path));
+  StartBundle bundle{.group = GroupingId(spec.Annotations(), req.cmd.id)};
+  HULL_ASSIGN_OR_RETURN(bundle.pod_size, Pod::Size(req.bundle, spec, config.sizing.policy, log,
+                                                   "start " + req.cmd.id));
+  bundle.spec = std::move(spec);
+  return bundle;
+}
+
 }  // namespace
 
 std::string SelfExecutable() {
@@ -133,12 +161,9 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
       ResolveConfig(req.env.config_path, input->options ? &*input->options : nullptr);
   if (!config) return config.error().WithContext("start");
 
-  Result<oci::Spec> spec = oci::Spec::Load(req.bundle + "/" + std::string(oci::kConfigFileName));
-  if (!spec) return spec.error().WithContext("start");
-  const std::string group = GroupingId(spec->Annotations(), req.cmd.id);
-  Result<std::optional<oci::PodSize>> pod_size =
-      Pod::Size(req.bundle, *spec, config->sizing.policy, log, "start " + req.cmd.id);
-  if (!pod_size) return pod_size.error().WithContext("start");
+  Result<StartBundle> bundle = ReadStartBundle(req, *config, log);
+  if (!bundle) return bundle.error().WithContext("start");
+  const std::string& group = bundle->group;
 
   std::string socket_dir = req.env.socket_dir;
   if (bootstrap && bootstrap->has_socket_dir() && !bootstrap->socket_dir().empty()) {
@@ -174,11 +199,13 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
   HULL_RETURN_IF_ERROR_CTX(WriteAddressFile(req.bundle, address), "start");
   wrote_address = true;
 
-  Result<std::optional<PodCgroupSetup>> prepared = Pod::PrepareAtStart(
-      req.bundle, "start " + req.cmd.id, *spec, *config, *pod_size,
-      [&config] { return ServerOrigin(*config); }, log);
-  if (!prepared) return prepared.error().WithContext("start");
-  pod = std::move(*prepared);
+  if (bundle->spec) {
+    Result<std::optional<PodCgroupSetup>> prepared = Pod::PrepareAtStart(
+        req.bundle, "start " + req.cmd.id, *bundle->spec, *config, bundle->pod_size,
+        [&config] { return ServerOrigin(*config); }, log);
+    if (!prepared) return prepared.error().WithContext("start");
+    pod = std::move(*prepared);
+  }
 
   if (req.env.sched_core) HULL_RETURN_IF_ERROR_CTX(CreateSchedCoreCookie(), "start");
 

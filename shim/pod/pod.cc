@@ -48,13 +48,22 @@ void Pod::DropLater(const std::string& id) {
     if (alive.expired()) return;
     containers_.erase(id);
     if (backend_) backend_->Release(id);
-    if (!containers_.empty() || !sandbox_ready_ || !backend_) return;
+    if (!containers_.empty() || sandbox_held_ || !sandbox_ready_ || !backend_) return;
     sandbox_ready_ = false;
     backend_->TeardownSandbox([this, alive](Status status) {
       if (alive.expired() || status.ok()) return;
       ctx_.log.Warn("pod: tear down the sandbox: {}", status.ToString());
     });
   });
+}
+
+void Pod::ReleaseSandbox(Done done) {
+  sandbox_held_ = false;
+  if (!containers_.empty() || !sandbox_ready_ || !backend_) {
+    return ctx_.loop.Post([done = std::move(done)] { done(Status::Ok()); });
+  }
+  sandbox_ready_ = false;
+  backend_->TeardownSandbox(std::move(done));
 }
 
 // ---- admission ----

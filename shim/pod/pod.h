@@ -51,7 +51,7 @@ class Pod {
   Container* Get(const std::string& id) const;
   // Drops container `id` on a later loop turn (never inside its own
   // callback) and releases it in the backend; the sandbox is torn down
-  // when the last one goes.
+  // when the last one goes, unless the Sandbox API holds it.
   void DropLater(const std::string& id);
   size_t container_count() const { return containers_.size(); }
   // True when every container left has been deleted (Shutdown may stop).
@@ -71,6 +71,13 @@ class Pod {
   // created. Answers on a later loop turn.
   void Admit(const std::string& id, const std::string& bundle, const oci::Spec& spec,
              const ShimConfig& config, std::function<void(Result<Admission>)> done);
+
+  // The Sandbox API holds the pod's sandbox from CreateSandbox to
+  // ShutdownSandbox: while held, the sandbox outlives the pod's last
+  // container; ReleaseSandbox tears it down (if it was prepared and no
+  // container is left) and answers on a later loop turn.
+  void HoldSandbox() { sandbox_held_ = true; }
+  void ReleaseSandbox(Done done);
 
   // At server exit: back to where the server came from, and no cgroup of
   // hull's left (logged, never fails).
@@ -114,6 +121,7 @@ class Pod {
   std::optional<PodCgroupPlacement> placement_;
   std::unique_ptr<Backend> backend_;
   bool sandbox_ready_ = false;
+  bool sandbox_held_ = false;  // HoldSandbox
   std::map<std::string, std::unique_ptr<Container>> containers_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -186,13 +186,9 @@ class CriTest : public ::testing::Test {
     std::string toml =
         handler("hull-pod", "[sizing]\npod_cgroup_limits = true\nshim_in_pod_cgroup = true\n") +
         handler("hull-runsc", runsc_config);
-    // containerd 2.x: the same two with `sandboxer = "shim"` (the pod made
-    // through hull's containerd.runtime.sandbox.v1.Sandbox). The harness
-    // moves these tables to plugins."io.containerd.cri.v1.runtime".
-    if (containerd2_) {
-      toml += handler("hull-shim", "", "  sandboxer = \"shim\"\n");
-      toml += handler("hull-runsc-shim", runsc_config, "  sandboxer = \"shim\"\n");
-    }
+    // The harness moves these tables to plugins."io.containerd.cri.v1.runtime"
+    // on containerd 2.x. The "shim" sandboxer (hull's Sandbox API) is
+    // sandbox_api_test's: its pause is hull's own process, not a task.
     return toml;
   }
   std::string RunscRoot() const { return config_dir_ + "/runsc"; }
@@ -318,14 +314,12 @@ class CriTest : public ::testing::Test {
 // sandbox per pod) on the pod network (runsc refuses the host's network
 // namespace here).
 // On containerd 2.x ("C2" cases) with the default sandboxer (podsandbox:
-// CRI runs the pause container as a task) and with "shim" (CRI asks the
-// shim's Sandbox API for the pod).
+// CRI runs the pause container as a task).
 struct PodCase {
   const char* name;
   const char* handler;
   bool host_network;
   bool containerd2 = false;
-  const char* sandboxer = "podsandbox";
 };
 
 // For test names and messages (gtest would print the struct's bytes).
@@ -338,37 +332,6 @@ class CriPodTest : public CriTest, public ::testing::WithParamInterface<PodCase>
   void SetUp() override {
     containerd2_ = GetParam().containerd2;
     CriTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    if (std::string_view(GetParam().sandboxer) == "shim") SkipUnlessSandboxApi();
-  }
-
-  // The "shim" sandboxer needs hull's containerd.runtime.sandbox.v1.Sandbox:
-  // asked of a live hull server (a podsandbox pod's), Unimplemented means
-  // this build has none, and the case is skipped.
-  void SkipUnlessSandboxApi() {
-    const json probe_config = PodConfig("sbprobe", /*host_network=*/false);
-    const std::string probe = RunPod(probe_config, "hull");
-    ASSERT_FALSE(probe.empty());
-    std::string address = ReadText(Bundle(probe) + "/address");
-    Result<google::protobuf::Empty> ping = google::protobuf::Empty();
-    {
-      auto loop = EventLoop::Create();
-      ASSERT_TRUE(loop.has_value()) << loop.error().ToString();
-      auto client = ttrpc::Client::Connect(**loop, address);
-      ASSERT_TRUE(client.has_value()) << client.error().ToString();
-      ttrpc::CallOptions options;
-      options.deadline = (*loop)->Now() + 10s;
-      options.metadata.emplace_back("containerd-namespace-ttrpc", "k8s.io");
-      ping = (*client)->CallUnarySync<google::protobuf::Empty>(
-          "containerd.runtime.sandbox.v1.Sandbox", "PingSandbox", google::protobuf::Empty(),
-          options);
-    }
-    RemovePodAndCheckNothingLeft(probe);
-    if (!ping.has_value() && ping.error().code() == Code::kUnimplemented) {
-      GTEST_SKIP() << "Sandbox API not in this build (containerd.runtime.sandbox.v1.Sandbox/"
-                      "PingSandbox: "
-                   << ping.error().ToString() << ")";
-    }
   }
 };
 
@@ -482,15 +445,13 @@ TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Handlers, CriPodTest,
-    ::testing::Values(PodCase{"PodNetwork", "hull", false}, PodCase{"HostNetwork", "hull", true},
-                      PodCase{"RunscPodNetwork", "hull-runsc", false},
-                      PodCase{"C2PodNetwork", "hull", false, true},
-                      PodCase{"C2RunscPodNetwork", "hull-runsc", false, true},
-                      PodCase{"C2ShimPodNetwork", "hull-shim", false, true, "shim"},
-                      PodCase{"C2RunscShimPodNetwork", "hull-runsc-shim", false, true, "shim"}),
-    [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Handlers, CriPodTest,
+                         ::testing::Values(PodCase{"PodNetwork", "hull", false},
+                                           PodCase{"HostNetwork", "hull", true},
+                                           PodCase{"RunscPodNetwork", "hull-runsc", false},
+                                           PodCase{"C2PodNetwork", "hull", false, true},
+                                           PodCase{"C2RunscPodNetwork", "hull-runsc", false, true}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // A pod with one process namespace (shareProcessNamespace) whose app forks
 // workers: when the app's init is killed the workers, in the pod's pid

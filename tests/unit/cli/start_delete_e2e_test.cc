@@ -384,13 +384,15 @@ TEST_F(StartDeleteTest, UnknownFlagsAreWarnedAboutInTheLogFifo) {
 }
 
 TEST_F(StartDeleteTest, StartFailuresSayWhyAndLeaveNothing) {
-  fs::path bundle = root_ / "bundles" / "nospec";
+  fs::path bundle = root_ / "bundles" / "badspec";
   fs::create_directories(bundle);
-  ShimRun run = RunShim(StartArgs("nospec"), bundle, env_);
+  std::ofstream(bundle / "config.json") << "{not json";
+  ShimRun run = RunShim(StartArgs("badspec"), bundle, env_);
   EXPECT_EQ(run.exit_status, 1);
   EXPECT_EQ(run.err.rfind("containerd-shim-hull-v2: ", 0), 0u) << run.err;
   EXPECT_NE(run.err.find("config.json"), std::string::npos) << run.err;
   EXPECT_EQ(run.out, "");
+  EXPECT_FALSE(fs::exists(bundle / "address"));
 
   fs::path other = MakeBundle("badopts", "{}");
   google::protobuf::Any any;
@@ -400,6 +402,32 @@ TEST_F(StartDeleteTest, StartFailuresSayWhyAndLeaveNothing) {
   EXPECT_NE(run.err.find("io.containerd.runhcs.v1.Options"), std::string::npos) << run.err;
   EXPECT_FALSE(fs::exists(socket_dir_ / Sha256Hex(std::string(kAddress) + "/" + ns_ + "/badopts")));
   EXPECT_FALSE(fs::exists(other / "address"));
+}
+
+// containerd 2.x's shim sandboxer runs `start` for a sandbox in a bundle
+// without config.json: the server is grouped by -id (the sandbox id), and the
+// pod's app containers, whose sandbox-id is that id, join it.
+TEST_F(StartDeleteTest, ASandboxBundleWithoutSpecGroupsByTheSandboxId) {
+  fs::path sandbox = root_ / "bundles" / "sb1";
+  fs::create_directories(sandbox);
+  ShimRun run = RunShim(StartArgs("sb1"), sandbox, env_);
+  ASSERT_EQ(run.exit_status, 0) << run.err;
+  EXPECT_EQ(run.err, "");
+  const std::string address = ExpectedAddress("sb1", socket_dir_);
+  EXPECT_EQ(run.out, address);
+  EXPECT_EQ(Slurp(sandbox / "address"), address);
+  EXPECT_TRUE(fs::exists(sandbox / "hull-config.toml"));
+  EXPECT_FALSE(fs::exists(sandbox / "hull-pod-size.json")) << "sized at CreateSandbox, not here";
+  pid_t server = ServerFor(address);
+  ASSERT_GT(server, 0);
+
+  fs::path app = MakeBundle("app1", R"({"io.kubernetes.cri.container-type":"container",
+                                      "io.kubernetes.cri.sandbox-id":"sb1"})");
+  ShimRun joined = RunShim(StartArgs("app1"), app, env_);
+  ASSERT_EQ(joined.exit_status, 0) << joined.err;
+  EXPECT_EQ(joined.out, address);
+  EXPECT_EQ(ServerFor(address), server);
+  StopServer(server);
 }
 
 TEST_F(StartDeleteTest, DeletePrintsOnlyADeleteResponse) {
