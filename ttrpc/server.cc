@@ -1,6 +1,7 @@
 #include "ttrpc/server.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <utility>
@@ -81,14 +82,19 @@ void Server::OnAcceptable(Listener* listener) {
   }
 }
 
-Status Server::ServeConnection(UniqueFd connection) {
+Status Server::ServeConnection(UniqueFd connection, std::function<void()> on_closed) {
   if (shutting_down_) return UnavailableError("ttrpc: server shutting down");
-  AddConnection(std::move(connection));
+  AddConnection(std::move(connection), std::move(on_closed));
   return Status::Ok();
 }
 
-void Server::AddConnection(UniqueFd fd) {
-  if (options_.require_same_user) {
+void Server::AddConnection(UniqueFd fd, std::function<void()> on_closed) {
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    ReportError(ErrnoError("ttrpc: fstat connection"));
+    return;
+  }
+  if (options_.require_same_user && S_ISSOCK(st.st_mode)) {
     // Checked before any byte is read, and refused without a reply, like
     // Go's UnixSocketRequireSameUser.
     Result<internal::PeerCredentials> peer = internal::GetPeerCredentials(fd.get());
@@ -112,11 +118,18 @@ void Server::AddConnection(UniqueFd fd) {
   }
   internal::ServerConnection* raw = conn->get();
   connections_.emplace(raw, std::move(*conn));
+  if (on_closed) closed_callbacks_.emplace(raw, std::move(on_closed));
 }
 
 void Server::OnConnectionClosed(internal::ServerConnection* conn) {
   connections_.erase(conn);
+  std::function<void()> on_closed;
+  if (auto it = closed_callbacks_.find(conn); it != closed_callbacks_.end()) {
+    on_closed = std::move(it->second);
+    closed_callbacks_.erase(it);
+  }
   MaybeFinishShutdown();
+  if (on_closed) on_closed();
 }
 
 void Server::Shutdown(std::function<void()> done) {
