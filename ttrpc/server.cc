@@ -82,13 +82,13 @@ void Server::OnAcceptable(Listener* listener) {
   }
 }
 
-Status Server::ServeConnection(UniqueFd connection, std::function<void()> on_closed) {
+Status Server::ServeConnection(UniqueFd connection, ConnectionOptions options) {
   if (shutting_down_) return UnavailableError("ttrpc: server shutting down");
-  AddConnection(std::move(connection), std::move(on_closed));
+  AddConnection(std::move(connection), std::move(options));
   return Status::Ok();
 }
 
-void Server::AddConnection(UniqueFd fd, std::function<void()> on_closed) {
+void Server::AddConnection(UniqueFd fd, ConnectionOptions options) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
     ReportError(ErrnoError("ttrpc: fstat connection"));
@@ -117,8 +117,9 @@ void Server::AddConnection(UniqueFd fd, std::function<void()> on_closed) {
     return;
   }
   internal::ServerConnection* raw = conn->get();
+  raw->set_restart_session_on_stream_one(options.restart_session_on_stream_one);
   connections_.emplace(raw, std::move(*conn));
-  if (on_closed) closed_callbacks_.emplace(raw, std::move(on_closed));
+  if (options.on_closed) closed_callbacks_.emplace(raw, std::move(options.on_closed));
 }
 
 void Server::OnConnectionClosed(internal::ServerConnection* conn) {

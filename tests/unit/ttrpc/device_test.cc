@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -131,7 +132,8 @@ TEST_F(DeviceTest, OnClosedRunsWhenThePeerGoesAndANewConnectionIsServed) {
     Pty pty = OpenRawPty();
     bool closed = false;
     ASSERT_TRUE(
-        server_->ServeConnection(std::move(pty.master), [&closed] { closed = true; }).ok());
+        server_->ServeConnection(std::move(pty.master), {.on_closed = [&closed] { closed = true; }})
+            .ok());
     auto client = Client::FromFd(*loop_, std::move(pty.slave));
     ASSERT_TRUE(client.has_value());
     Result<std::string> reply = (*client)->CallSync(kService, "Echo", std::to_string(round));
@@ -142,6 +144,54 @@ TEST_F(DeviceTest, OnClosedRunsWhenThePeerGoesAndANewConnectionIsServed) {
     ASSERT_TRUE(loop_->RunUntil([&] { return closed; }, kWait));
     EXPECT_EQ(server_->connection_count(), 0u);
   }
+}
+
+// A peer that attached again before the hangup was read: its first Request
+// (stream 1) starts a new session; the old session's parked call can no
+// longer answer on the wire, even though the new session reuses its id.
+TEST_F(DeviceTest, StreamOneRestartsTheSessionWhenAsked) {
+  Responder parked;
+  server_->Register(kService, "Park", [&parked](const CallContext&, std::string, Responder r) {
+    parked = std::move(r);
+  });
+  testing::SocketPair pair = testing::MakeSocketPair();
+  ASSERT_TRUE(
+      server_->ServeConnection(std::move(pair.a), {.restart_session_on_stream_one = true}).ok());
+  testing::RawPeer peer(*loop_, std::move(pair.b));
+
+  ASSERT_TRUE(peer.Send(testing::RequestFrame(1, kService, "Park")));
+  ASSERT_TRUE(loop_->RunUntil([&] { return parked.active(); }, kWait));
+  ASSERT_TRUE(peer.Send(testing::RequestFrame(3, kService, "Echo", "old")));
+  std::optional<Frame> frame = peer.Read();
+  ASSERT_TRUE(frame.has_value());
+  EXPECT_EQ(frame->header.stream_id, 3u);
+
+  // The new peer starts at 1 again.
+  ASSERT_TRUE(peer.Send(testing::RequestFrame(1, kService, "Echo", "new")));
+  frame = peer.Read();
+  ASSERT_TRUE(frame.has_value());
+  EXPECT_EQ(frame->header.stream_id, 1u);
+  EXPECT_EQ(testing::ParseResponse(frame->body).payload, "new");
+  EXPECT_FALSE(parked.active());
+  parked.Reply("stale");  // dropped: it belongs to the old session
+
+  ASSERT_TRUE(peer.Send(testing::RequestFrame(3, kService, "Echo", "next")));
+  frame = peer.Read();
+  ASSERT_TRUE(frame.has_value());
+  EXPECT_EQ(frame->header.stream_id, 3u);
+  EXPECT_EQ(testing::ParseResponse(frame->body).payload, "next");
+}
+
+TEST_F(DeviceTest, StreamOneAgainIsRefusedByDefault) {
+  testing::SocketPair pair = testing::MakeSocketPair();
+  ASSERT_TRUE(server_->ServeConnection(std::move(pair.a)).ok());
+  testing::RawPeer peer(*loop_, std::move(pair.b));
+  ASSERT_TRUE(peer.Send(testing::RequestFrame(1, kService, "Echo", "a")));
+  ASSERT_TRUE(peer.Read().has_value());
+  ASSERT_TRUE(peer.Send(testing::RequestFrame(1, kService, "Echo", "b")));
+  std::optional<Frame> frame = peer.Read();
+  ASSERT_TRUE(frame.has_value());
+  EXPECT_EQ(testing::ParseResponse(frame->body).code, Code::kInvalidArgument);
 }
 
 TEST_F(DeviceTest, APipeIsDrivenWithWrite) {
