@@ -20,14 +20,17 @@
 namespace hull::agent {
 namespace {
 
+// Seconds since the guest booted (CLOCK_BOOTTIME), as "4.32".
+std::string Uptime() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return std::to_string(ts.tv_sec) + "." + std::to_string(ts.tv_nsec / 10'000'000 + 100).substr(1);
+}
+
 // The agent's log: one line to stderr (the guest's console when PID 1), with
 // the guest's uptime, which is what boot timing needs.
 void Log(const std::string& message) {
-  timespec ts{};
-  ::clock_gettime(CLOCK_BOOTTIME, &ts);
-  std::string line = "hull-agent [" + std::to_string(ts.tv_sec) + "." +
-                     std::to_string(ts.tv_nsec / 10'000'000 + 100).substr(1) + "] " + message +
-                     "\n";
+  std::string line = "hull-agent [" + Uptime() + "] " + message + "\n";
   ssize_t ignored = ::write(2, line.data(), line.size());
   (void)ignored;
 }
@@ -47,14 +50,21 @@ int Fatal(const AgentOptions& options, const Status& status) {
   PowerOffOrExit(options.power_off, 1);
 }
 
+// How long, once the sandbox is destroyed, calls still in flight (long-polls)
+// keep the guest up before they are failed and it powers off.
+constexpr std::chrono::milliseconds kShutdownGrace{500};
+
 }  // namespace
 
 int RunAgent(const AgentOptions& options) {
   ::signal(SIGPIPE, SIG_IGN);
   if (options.init) {
+    // Nothing can be logged before /dev/console is there: remember when the
+    // kernel started the agent.
+    std::string started = Uptime();
     Status s = InitGuest(options.modules_list);
     if (!s.ok()) return Fatal(options, s.WithContext("init"));
-    Log("guest ready");
+    Log("guest ready (agent started at " + started + ")");
   }
   if (::getpid() != 1 && ::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
     return Fatal(options, ErrnoError("prctl(PR_SET_CHILD_SUBREAPER)"));
@@ -78,13 +88,21 @@ int RunAgent(const AgentOptions& options) {
 
   ttrpc::Server server(**loop, ttrpc::ServerOptions{
                                    .require_same_user = false,
+                                   .shutdown_grace = kShutdownGrace,
                                    .on_error = [](const Status& s) { Log(s.ToString()); },
                                });
   bool powering_off = false;
+  // DestroySandbox has been answered, but its reply may still wait in the
+  // connection's buffer (the port refuses writes, EAGAIN, until the guest
+  // has seen the host attach): the server's shutdown closes the connection
+  // once its replies are written, and only then does the guest go down.
   AgentService service(**loop, AgentHooks{.power_off = [&] {
-                                            powering_off = true;
-                                            (*loop)->Stop();
-                                          }});
+    Log("sandbox destroyed: flushing replies");
+    server.Shutdown([&] {
+      powering_off = true;
+      (*loop)->Stop();
+    });
+  }});
   service.Register(server);
 
   PortServer port_server(**loop, server, std::move(port));
@@ -98,7 +116,7 @@ int RunAgent(const AgentOptions& options) {
   Status ran = (*loop)->Run();
   if (!ran.ok()) return Fatal(options, ran);
   if (powering_off) {
-    Log("sandbox destroyed: powering off");
+    Log("powering off");
     PowerOffOrExit(options.power_off, 0);
   }
   return 0;

@@ -93,8 +93,8 @@ void AgentService::Register(ttrpc::Server& server) {
                                            ": this guest already runs sandbox " + *sandbox_id_));
         }
         if (req.share_tag().empty() != req.share_path().empty()) {
-          return r.Fail(InvalidArgumentError(
-              "create sandbox: share_tag and share_path go together"));
+          return r.Fail(
+              InvalidArgumentError("create sandbox: share_tag and share_path go together"));
         }
         if (!req.share_path().empty() && req.share_path()[0] != '/') {
           return r.Fail(InvalidArgumentError("create sandbox: share_path must be absolute"));
@@ -126,7 +126,9 @@ void AgentService::Register(ttrpc::Server& server) {
         if (powering_off_) return;
         powering_off_ = true;
         // After this turn, when the reply has been written to the port.
-        loop_.Post([this] { hooks_.power_off(); });
+        loop_.Post([this] {
+          if (hooks_.power_off) hooks_.power_off();
+        });
       });
 
   for (const char* method : kNotYet) {

@@ -18,7 +18,8 @@ inline constexpr char kAgentService[] = "hull.agent.v1.Agent";
 inline constexpr char kAgentVersion[] = "0.1.0";
 
 struct AgentHooks {
-  // Called on a later loop turn after DestroySandbox has been answered.
+  // Called on a later loop turn after DestroySandbox has been answered
+  // (the agent syncs and powers the guest off).
   std::function<void()> power_off;
   // Mounts the per-pod 9p share; default: mount(2) with trans=virtio.
   std::function<Status(const std::string& tag, const std::string& path)> mount_share;

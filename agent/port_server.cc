@@ -29,9 +29,8 @@ void PortServer::Attach() {
   // A host may detach and attach again before the hangup is read (the port
   // then never reads EOF): its first call, on stream 1, starts a new session.
   Status served =
-      conn ? server_.ServeConnection(std::move(conn),
-                                     {.on_closed = [this] { OnDetached(); },
-                                      .restart_session_on_stream_one = true})
+      conn ? server_.ServeConnection(std::move(conn), {.on_closed = [this] { OnDetached(); },
+                                                       .restart_session_on_stream_one = true})
            : ErrnoError("dup", "agent port");
   if (!served.ok()) {
     // The server is shutting down or out of descriptors: try again later.

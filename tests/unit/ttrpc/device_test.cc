@@ -100,8 +100,8 @@ TEST_F(DeviceTest, OversizedFrameIsRefusedAndTheDeviceKeepsServing) {
 
   // A Request whose body is one byte over the limit: skipped exactly, then
   // ResourceExhausted on its stream, and the next call is served.
-  std::string oversized = testing::MakeFrame(1, MessageType::kRequest, 0,
-                                             std::string(kMaxMessageSize + 1, 'x'));
+  std::string oversized =
+      testing::MakeFrame(1, MessageType::kRequest, 0, std::string(kMaxMessageSize + 1, 'x'));
   std::string next = testing::RequestFrame(3, kService, "Echo", "after");
   std::string received;
   FrameDecoder decoder;
