@@ -319,6 +319,14 @@ class AgentVmTest : public ::testing::Test {
 TEST_F(AgentVmTest, HelloReportsTheGuestSizeAndDestroySandboxPowersOff) {
   std::string share = fs::temp_directory_path() / "hull-agent-vm-share.XXXXXX";
   ASSERT_NE(::mkdtemp(share.data()), nullptr);
+  // Removed however the test ends.
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } remove_share{share};
   std::string dir;
   {
     auto guest = Guest::Boot(*image_, share);
@@ -382,8 +390,6 @@ TEST_F(AgentVmTest, HelloReportsTheGuestSizeAndDestroySandboxPowersOff) {
   }
   // Nothing left: no QEMU (reaped above), no socket, no run directory.
   EXPECT_FALSE(fs::exists(dir));
-  std::error_code ec;
-  fs::remove_all(share, ec);
 }
 
 // Raw bytes on the chardev socket: a frame whose header claims more than the
