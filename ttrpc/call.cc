@@ -14,6 +14,7 @@ Responder& Responder::operator=(Responder&& other) noexcept {
     if (pending_) Answer(InternalError("ttrpc: no reply"), {});
     conn_ = std::move(other.conn_);
     stream_id_ = other.stream_id_;
+    session_ = other.session_;
     pending_ = std::exchange(other.pending_, false);
   }
   return *this;
@@ -34,13 +35,13 @@ void Responder::Fail(Status status) {
 bool Responder::active() const {
   if (!pending_) return false;
   auto conn = conn_.lock();
-  return conn != nullptr && conn->Waiting(stream_id_);
+  return conn != nullptr && conn->Waiting(session_, stream_id_);
 }
 
 void Responder::Answer(const Status& status, std::string payload) {
   if (!pending_) return;
   pending_ = false;
-  if (auto conn = conn_.lock()) conn->Answer(stream_id_, status, std::move(payload));
+  if (auto conn = conn_.lock()) conn->Answer(session_, stream_id_, status, std::move(payload));
 }
 
 }  // namespace hull::ttrpc

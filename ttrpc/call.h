@@ -57,11 +57,13 @@ struct CallContext {
 class Responder {
  public:
   Responder() = default;  // answers nothing
-  Responder(std::weak_ptr<internal::ServerConnection> conn, uint32_t stream_id)
-      : conn_(std::move(conn)), stream_id_(stream_id), pending_(true) {}
+  Responder(std::weak_ptr<internal::ServerConnection> conn, uint32_t stream_id,
+            uint32_t session = 0)
+      : conn_(std::move(conn)), stream_id_(stream_id), session_(session), pending_(true) {}
   Responder(Responder&& other) noexcept
       : conn_(std::move(other.conn_)),
         stream_id_(other.stream_id_),
+        session_(other.session_),
         pending_(std::exchange(other.pending_, false)) {}
   // Answers the call this one held ("no reply") before taking the other's.
   Responder& operator=(Responder&& other) noexcept;
@@ -85,6 +87,7 @@ class Responder {
 
   std::weak_ptr<internal::ServerConnection> conn_;
   uint32_t stream_id_ = 0;
+  uint32_t session_ = 0;  // see ConnectionOptions::restart_session_on_stream_one
   bool pending_ = false;
 };
 

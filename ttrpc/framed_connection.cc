@@ -1,4 +1,6 @@
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <utility>
 
@@ -7,10 +9,10 @@
 namespace hull::ttrpc::internal {
 namespace {
 
-// Minimum room offered to each recv(); the decoder's buffer grows past it for
+// Minimum room offered to each read; the decoder's buffer grows past it for
 // large frames.
 constexpr size_t kReadChunk = 16 * 1024;
-// Bound on recv() calls per readiness event, so one busy peer cannot starve
+// Bound on reads per readiness event, so one busy peer cannot starve
 // the others on the loop.
 constexpr int kMaxReadsPerEvent = 16;
 // A peer that sends requests but does not read the replies stops being read
@@ -23,14 +25,27 @@ constexpr size_t kCompactOutputAt = 64 * 1024;
 
 Result<std::shared_ptr<FramedConnection>> FramedConnection::Create(EventLoop& loop, UniqueFd fd,
                                                                    Callbacks callbacks) {
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return ErrnoError("ttrpc: fstat connection");
+  Io io = S_ISSOCK(st.st_mode) ? Io::kSocket : Io::kReadWrite;
   HULL_RETURN_IF_ERROR(SetNonBlocking(fd.get()));
-  auto conn = std::make_shared<FramedConnection>(loop, std::move(fd), std::move(callbacks));
+  auto conn = std::make_shared<FramedConnection>(loop, std::move(fd), io, std::move(callbacks));
   conn->UpdateReadWatch();
   return conn;
 }
 
-FramedConnection::FramedConnection(EventLoop& loop, UniqueFd fd, Callbacks callbacks)
-    : loop_(loop), fd_(std::move(fd)), callbacks_(std::move(callbacks)) {}
+FramedConnection::FramedConnection(EventLoop& loop, UniqueFd fd, Io io, Callbacks callbacks)
+    : loop_(loop), fd_(std::move(fd)), io_(io), callbacks_(std::move(callbacks)) {}
+
+ssize_t FramedConnection::ReadSome(char* data, size_t size) {
+  if (io_ == Io::kSocket) return ::recv(fd_.get(), data, size, MSG_DONTWAIT);
+  return ::read(fd_.get(), data, size);
+}
+
+ssize_t FramedConnection::WriteSome(const char* data, size_t size) {
+  if (io_ == Io::kSocket) return ::send(fd_.get(), data, size, MSG_DONTWAIT | MSG_NOSIGNAL);
+  return ::write(fd_.get(), data, size);
+}
 
 FramedConnection::~FramedConnection() = default;
 
@@ -49,7 +64,9 @@ void FramedConnection::OnReadable() {
   corked_ = true;
   for (int i = 0; i < kMaxReadsPerEvent && state_ == State::kOpen && !read_paused_; ++i) {
     std::span<char> room = decoder_.PrepareAppend(kReadChunk);
-    ssize_t n = ::recv(fd_.get(), room.data(), room.size(), MSG_DONTWAIT);
+    ssize_t n = ReadSome(room.data(), room.size());
+    // A pty's master reads EIO once the other side is closed: that is EOF.
+    if (n < 0 && errno == EIO && io_ == Io::kReadWrite) n = 0;
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -87,8 +104,7 @@ void FramedConnection::Send(uint32_t stream_id, MessageType type, uint8_t flags,
 
 void FramedConnection::Flush() {
   while (pending_output() > 0) {
-    ssize_t n =
-        ::send(fd_.get(), out_.data() + out_pos_, pending_output(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t n = WriteSome(out_.data() + out_pos_, pending_output());
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;

@@ -1,7 +1,11 @@
-// FramedConnection: one connected stream socket carrying ttrpc frames, on the
-// loop. Owns the socket, the FrameDecoder and the output buffer; reads and
+// FramedConnection: one connected byte stream carrying ttrpc frames, on the
+// loop. Owns the descriptor, the FrameDecoder and the output buffer; reads and
 // writes are nonblocking, so a slow or stuck peer never blocks the loop.
 // Shared by the server (one per accepted connection) and the client.
+// A socket is driven with recv()/send(); anything else (a character device
+// such as a virtio-serial port or a pty, a pipe) with read()/write(), which
+// those need. write() has no MSG_NOSIGNAL: a process that talks over a pipe
+// ignores SIGPIPE.
 //
 // Lifetime: held by a shared_ptr (its loop callbacks keep it alive while they
 // run, so the owner may drop it from inside a callback). Callbacks run only
@@ -33,7 +37,11 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
     std::function<void(const Status&)> on_closed;
   };
 
-  // Takes a connected socket; makes it nonblocking and starts reading.
+  // How the bytes move: chosen from the descriptor's type by Create.
+  enum class Io { kSocket, kReadWrite };
+
+  // Takes a connected socket or a character device; makes it nonblocking and
+  // starts reading.
   static Result<std::shared_ptr<FramedConnection>> Create(EventLoop& loop, UniqueFd fd,
                                                           Callbacks callbacks);
   ~FramedConnection();
@@ -53,8 +61,10 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   int fd() const { return fd_.get(); }
   size_t pending_output() const { return out_.size() - out_pos_; }
 
+  Io io() const { return io_; }
+
   // Private, public only for make_shared.
-  FramedConnection(EventLoop& loop, UniqueFd fd, Callbacks callbacks);
+  FramedConnection(EventLoop& loop, UniqueFd fd, Io io, Callbacks callbacks);
 
  private:
   enum class State { kOpen, kDraining, kClosed };
@@ -67,9 +77,12 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   // Closes the socket and reports `why` on a later loop turn.
   void Fail(Status why);
   void FinishDrain();
+  ssize_t ReadSome(char* data, size_t size);
+  ssize_t WriteSome(const char* data, size_t size);
 
   EventLoop& loop_;
   UniqueFd fd_;
+  Io io_;
   Callbacks callbacks_;
   State state_ = State::kOpen;
   FrameDecoder decoder_;

@@ -1,6 +1,7 @@
 #include "ttrpc/server.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <utility>
@@ -81,14 +82,19 @@ void Server::OnAcceptable(Listener* listener) {
   }
 }
 
-Status Server::ServeConnection(UniqueFd connection) {
+Status Server::ServeConnection(UniqueFd connection, ConnectionOptions options) {
   if (shutting_down_) return UnavailableError("ttrpc: server shutting down");
-  AddConnection(std::move(connection));
+  AddConnection(std::move(connection), std::move(options));
   return Status::Ok();
 }
 
-void Server::AddConnection(UniqueFd fd) {
-  if (options_.require_same_user) {
+void Server::AddConnection(UniqueFd fd, ConnectionOptions options) {
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    ReportError(ErrnoError("ttrpc: fstat connection"));
+    return;
+  }
+  if (options_.require_same_user && S_ISSOCK(st.st_mode)) {
     // Checked before any byte is read, and refused without a reply, like
     // Go's UnixSocketRequireSameUser.
     Result<internal::PeerCredentials> peer = internal::GetPeerCredentials(fd.get());
@@ -111,12 +117,20 @@ void Server::AddConnection(UniqueFd fd) {
     return;
   }
   internal::ServerConnection* raw = conn->get();
+  raw->set_restart_session_on_stream_one(options.restart_session_on_stream_one);
   connections_.emplace(raw, std::move(*conn));
+  if (options.on_closed) closed_callbacks_.emplace(raw, std::move(options.on_closed));
 }
 
 void Server::OnConnectionClosed(internal::ServerConnection* conn) {
   connections_.erase(conn);
+  std::function<void()> on_closed;
+  if (auto it = closed_callbacks_.find(conn); it != closed_callbacks_.end()) {
+    on_closed = std::move(it->second);
+    closed_callbacks_.erase(it);
+  }
   MaybeFinishShutdown();
+  if (on_closed) on_closed();
 }
 
 void Server::Shutdown(std::function<void()> done) {

@@ -26,6 +26,22 @@ class ServerConnection;
 class ServiceTable;
 }  // namespace internal
 
+// For Server::ServeConnection.
+struct ConnectionOptions {
+  // Runs once when this connection has ended (peer EOF, error, shutdown), on
+  // a loop turn of its own; it must not destroy the Server. It does not run
+  // when the Server is destroyed.
+  std::function<void()> on_closed;
+  // For a device that one peer after another attaches to (a virtio-serial
+  // port): a Request on stream 1 after other streams means a new peer has
+  // taken over without the old one's hangup being seen (it attached again
+  // before the server read the hangup). The old session's calls are dropped
+  // without replies, their late answers discarded, and stream ids count
+  // afresh. Off: such a Request is InvalidArgument "StreamID cannot be
+  // re-used", as Go answers.
+  bool restart_session_on_stream_one = false;
+};
+
 struct ServerOptions {
   // Close, with no reply, connections whose peer's effective uid or gid (by
   // SO_PEERCRED) differ from this process's, as containerd's shims do.
@@ -64,9 +80,12 @@ class Server {
   // Accepts on an inherited listening socket (the shim's fd 3); made
   // nonblocking and close-on-exec.
   Status Serve(UniqueFd listener);
-  // Serves one already connected socket (a socketpair end, an accepted fd).
-  // The peer-credential check applies as to accepted connections.
-  Status ServeConnection(UniqueFd connection);
+  // Serves one already connected socket (a socketpair end, an accepted fd),
+  // or a character device or pipe read and written with read()/write() (a
+  // virtio-serial port, a pty). The peer-credential check applies to sockets
+  // as to accepted connections; a device has no peer, its file permissions
+  // are the check.
+  Status ServeConnection(UniqueFd connection, ConnectionOptions options = {});
 
   // Stops accepting; lets calls in flight finish (and keeps serving their
   // connections meanwhile, as Go does); closes each connection once it has
@@ -87,7 +106,7 @@ class Server {
 
   void WatchListener(Listener* listener);
   void OnAcceptable(Listener* listener);
-  void AddConnection(UniqueFd fd);
+  void AddConnection(UniqueFd fd, ConnectionOptions options = {});
   void OnConnectionClosed(internal::ServerConnection* conn);
   void OnShutdownGraceExpired();
   void MaybeFinishShutdown();
@@ -99,6 +118,8 @@ class Server {
   std::vector<std::unique_ptr<Listener>> listeners_;
   std::unordered_map<internal::ServerConnection*, std::shared_ptr<internal::ServerConnection>>
       connections_;
+  // ServeConnection's on_closed, by connection.
+  std::unordered_map<internal::ServerConnection*, std::function<void()>> closed_callbacks_;
   bool shutting_down_ = false;
   std::vector<std::function<void()>> shutdown_done_;
   EventHandle shutdown_timer_;

@@ -85,6 +85,12 @@ void ServerConnection::OnFrame(Frame frame) {
 }
 
 void ServerConnection::OnRequest(uint32_t stream_id, std::string_view body) {
+  if (stream_id == 1 && last_request_id_ != 0 && restart_session_on_stream_one_) {
+    // A new peer: the old one's calls have nobody to answer to.
+    ++session_;
+    calls_.clear();
+    last_request_id_ = 0;
+  }
   if (stream_id <= last_request_id_) {
     SendResponse(stream_id, InvalidArgumentError("StreamID cannot be re-used and must increment"),
                  {});
@@ -128,7 +134,8 @@ void ServerConnection::OnRequest(uint32_t stream_id, std::string_view body) {
                       .deadline = deadline,
                       .stream_id = stream_id,
                       .connection = ConnectionWatch(weak_from_this())};
-  (**handler)(context, std::move(request->payload), Responder(weak_from_this(), stream_id));
+  (**handler)(context, std::move(request->payload),
+              Responder(weak_from_this(), stream_id, session_));
 }
 
 void ServerConnection::OnData(uint32_t stream_id) {
@@ -143,7 +150,9 @@ void ServerConnection::OnData(uint32_t stream_id) {
   SendResponse(stream_id, InvalidArgumentError("StreamID is no longer active"), {});
 }
 
-void ServerConnection::Answer(uint32_t stream_id, const Status& status, std::string payload) {
+void ServerConnection::Answer(uint32_t session, uint32_t stream_id, const Status& status,
+                              std::string payload) {
+  if (session != session_) return;  // a session that has been replaced
   auto it = calls_.find(stream_id);
   if (it == calls_.end()) return;  // already answered, timed out, or the connection is gone
   calls_.erase(it);

@@ -41,9 +41,18 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   bool open() const { return framed_ != nullptr && framed_->open(); }
   size_t calls_in_flight() const { return calls_.size(); }
 
-  // For Responder: answers call `stream_id` if it still waits for an answer.
-  void Answer(uint32_t stream_id, const Status& status, std::string payload);
-  bool Waiting(uint32_t stream_id) const { return open() && calls_.contains(stream_id); }
+  // ConnectionOptions::restart_session_on_stream_one.
+  void set_restart_session_on_stream_one(bool on) { restart_session_on_stream_one_ = on; }
+
+  // For Responder: answers call `stream_id` of session `session` if it still
+  // waits for an answer.
+  void Answer(uint32_t stream_id, const Status& status, std::string payload) {
+    Answer(session_, stream_id, status, std::move(payload));
+  }
+  void Answer(uint32_t session, uint32_t stream_id, const Status& status, std::string payload);
+  bool Waiting(uint32_t session, uint32_t stream_id) const {
+    return open() && session == session_ && calls_.contains(stream_id);
+  }
 
   // Private, public only for make_shared.
   ServerConnection(EventLoop& loop, const ServiceTable& services,
@@ -66,6 +75,10 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   std::shared_ptr<FramedConnection> framed_;
   std::unordered_map<uint32_t, Call> calls_;
   uint32_t last_request_id_ = 0;
+  // Counts peer sessions on a restartable connection; a Responder remembers
+  // its call's, so an answer from an old session is dropped.
+  uint32_t session_ = 0;
+  bool restart_session_on_stream_one_ = false;
   bool draining_ = false;
 };
 

@@ -1,0 +1,50 @@
+// AgentService: the hull.agent.v1.Agent methods, registered on a
+// ttrpc::Server. Owns the sandbox state (one sandbox per guest). What powers
+// the machine off is a constructor parameter, so tests on the host pass a
+// recorder instead. Loop thread only.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "base/event_loop.h"
+#include "base/status.h"
+#include "ttrpc/server.h"
+
+namespace hull::agent {
+
+inline constexpr char kAgentService[] = "hull.agent.v1.Agent";
+inline constexpr char kAgentVersion[] = "0.1.0";
+
+struct AgentHooks {
+  // Called on a later loop turn after DestroySandbox has been answered
+  // (the agent syncs and powers the guest off).
+  std::function<void()> power_off;
+  // Mounts the per-pod 9p share; default: mount(2) with trans=virtio.
+  std::function<Status(const std::string& tag, const std::string& path)> mount_share;
+  // Sets the hostname; default: sethostname(2).
+  std::function<Status(const std::string& hostname)> set_hostname;
+};
+
+class AgentService {
+ public:
+  AgentService(EventLoop& loop, AgentHooks hooks);
+  AgentService(const AgentService&) = delete;
+  AgentService& operator=(const AgentService&) = delete;
+
+  // Registers every method of the Agent service on `server`: the ones built
+  // so far, and Unimplemented answers naming the rest (docs/vm.md).
+  void Register(ttrpc::Server& server);
+
+  const std::optional<std::string>& sandbox_id() const { return sandbox_id_; }
+
+ private:
+  EventLoop& loop_;
+  AgentHooks hooks_;
+  std::optional<std::string> sandbox_id_;
+  std::string hostname_;
+  bool powering_off_ = false;
+};
+
+}  // namespace hull::agent

@@ -1,0 +1,152 @@
+#include "agent/guest_init.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <thread>
+#include <vector>
+
+#include "base/file_util.h"
+
+namespace hull::agent {
+namespace {
+
+struct Mount {
+  const char* source;
+  const char* target;
+  const char* type;
+  unsigned long flags;
+  const char* data;
+};
+
+// In order: each target lies on a filesystem mounted before it.
+constexpr Mount kMounts[] = {
+    {"proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr},
+    {"sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr},
+    {"devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755"},
+    {"devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"},
+    {"shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777"},
+    {"run", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755"},
+    {"tmp", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777"},
+    {"cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+     "nsdelegate,memory_recursiveprot"},
+};
+
+Status MountOne(const Mount& m) {
+  if (::mkdir(m.target, 0755) != 0 && errno != EEXIST) return ErrnoError("mkdir", m.target);
+  if (::mount(m.source, m.target, m.type, m.flags, m.data) != 0) {
+    if (errno == EBUSY) return Status::Ok();  // already there (devtmpfs automount)
+    return ErrnoError("mount " + std::string(m.type), m.target);
+  }
+  return Status::Ok();
+}
+
+// Writes "+cpu +memory ..." for every controller the root offers, so that
+// container cgroups below the root can use them.
+Status EnableControllers() {
+  HULL_ASSIGN_OR_RETURN(std::string controllers, ReadFile("/sys/fs/cgroup/cgroup.controllers"));
+  std::string enable;
+  size_t pos = 0;
+  while (pos < controllers.size()) {
+    size_t end = controllers.find_first_of(" \n", pos);
+    if (end == std::string::npos) end = controllers.size();
+    if (end > pos) enable += (enable.empty() ? "+" : " +") + controllers.substr(pos, end - pos);
+    pos = end + 1;
+  }
+  if (enable.empty()) return Status::Ok();
+  UniqueFd fd(::open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY | O_CLOEXEC));
+  if (!fd) return ErrnoError("open", "/sys/fs/cgroup/cgroup.subtree_control");
+  if (::write(fd.get(), enable.data(), enable.size()) != static_cast<ssize_t>(enable.size())) {
+    return ErrnoError("write " + enable, "/sys/fs/cgroup/cgroup.subtree_control");
+  }
+  return Status::Ok();
+}
+
+Status UseConsole() {
+  UniqueFd console(::open("/dev/console", O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!console) return ErrnoError("open", "/dev/console");
+  UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!null) return ErrnoError("open", "/dev/null");
+  if (::dup2(null.get(), 0) < 0 || ::dup2(console.get(), 1) < 0 || ::dup2(console.get(), 2) < 0) {
+    return ErrnoError("dup2", "/dev/console");
+  }
+  return Status::Ok();
+}
+
+std::string TrimLine(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+Status LoadModule(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return ErrnoError("open module", path);
+  if (::syscall(SYS_finit_module, fd.get(), "", 0) != 0 && errno != EEXIST) {
+    return ErrnoError("finit_module", path);
+  }
+  return Status::Ok();
+}
+
+Status InitGuest(const std::string& modules_list) {
+  for (const Mount& m : kMounts) HULL_RETURN_IF_ERROR(MountOne(m));
+  HULL_RETURN_IF_ERROR(UseConsole());
+  HULL_RETURN_IF_ERROR(EnableControllers());
+  // /dev/ptmx for containers with a terminal: the devpts instance's own.
+  ::unlink("/dev/ptmx");
+  if (::symlink("pts/ptmx", "/dev/ptmx") != 0) return ErrnoError("symlink", "/dev/ptmx");
+  Result<std::string> list = ReadFile(modules_list);
+  if (!list) return Status::Ok();  // a kernel with the drivers built in
+  size_t pos = 0;
+  while (pos < list->size()) {
+    size_t end = list->find('\n', pos);
+    if (end == std::string::npos) end = list->size();
+    std::string path = list->substr(pos, end - pos);
+    pos = end + 1;
+    if (path.empty() || path[0] == '#') continue;
+    HULL_RETURN_IF_ERROR(LoadModule(path));
+  }
+  return Status::Ok();
+}
+
+Result<std::string> FindVirtioPort(const std::string& name, std::chrono::milliseconds timeout) {
+  const std::string link = "/dev/virtio-ports/" + name;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (::access(link.c_str(), F_OK) == 0) return link;
+    if (DIR* dir = ::opendir("/sys/class/virtio-ports")) {
+      std::string found;
+      while (dirent* e = ::readdir(dir)) {
+        if (e->d_name[0] == '.') continue;
+        std::string dev = e->d_name;
+        Result<std::string> port_name = ReadFile("/sys/class/virtio-ports/" + dev + "/name");
+        if (port_name && TrimLine(*port_name) == name) {
+          found = "/dev/" + dev;
+          break;
+        }
+      }
+      ::closedir(dir);
+      if (!found.empty() && ::access(found.c_str(), F_OK) == 0) return found;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return NotFoundError("no virtio-serial port named " + name);
+    }
+    // Before the loop runs: a short sleep is the simplest wait for sysfs.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+Status PowerOff() {
+  ::sync();
+  if (::reboot(RB_POWER_OFF) != 0) return ErrnoError("reboot(RB_POWER_OFF)");
+  return Status::Ok();
+}
+
+}  // namespace hull::agent

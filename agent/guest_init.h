@@ -1,0 +1,32 @@
+// The guest's init duties, done by hull-agent when it is PID 1 of the VM:
+// the API filesystems (/proc, /sys, /dev, /dev/pts, /dev/shm, /run, /tmp),
+// cgroup2 at /sys/fs/cgroup with every controller enabled for children, the
+// kernel modules tools/guest-image listed (in dependency order), and the
+// console as stdout/stderr. Blocking, before the loop starts.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "base/status.h"
+#include "base/unique_fd.h"
+
+namespace hull::agent {
+
+// Mounts, loads the modules named (one path a line) in `modules_list` if it
+// exists, and points fds 0-2 at /dev/console.
+Status InitGuest(const std::string& modules_list);
+
+// Loads one module file with finit_module(); already loaded is fine.
+Status LoadModule(const std::string& path);
+
+// The character device of the virtio-serial port called `name`: the
+// /dev/virtio-ports/<name> link if udev made one, else the vportNpM whose
+// /sys/class/virtio-ports/*/name matches. Waits up to `timeout` for the port
+// to appear (the host announces ports after the driver has loaded).
+Result<std::string> FindVirtioPort(const std::string& name, std::chrono::milliseconds timeout);
+
+// Syncs and powers the machine off; returns only if the kernel refused.
+Status PowerOff();
+
+}  // namespace hull::agent

@@ -1,0 +1,163 @@
+// AgentService over a socketpair with hull's ttrpc client, the hooks that
+// touch the machine (hostname, 9p mount, power off) replaced by recorders.
+#include "agent/agent_service.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hull/agent/v1/agent.pb.h"
+#include "ttrpc/client.h"
+#include "ttrpc/server.h"
+
+namespace hull::agent {
+namespace {
+
+namespace pb = ::hull::agent::v1;
+
+class AgentServiceTest : public ::testing::Test {
+ protected:
+  AgentServiceTest() {
+    auto loop = EventLoop::Create();
+    EXPECT_TRUE(loop.has_value());
+    loop_ = std::move(*loop);
+    server_ = std::make_unique<ttrpc::Server>(*loop_);
+    service_ = std::make_unique<AgentService>(
+        *loop_, AgentHooks{
+                    .power_off = [this] { ++power_offs_; },
+                    .mount_share =
+                        [this](const std::string& tag, const std::string& path) {
+                          mounts_.push_back(tag + " " + path);
+                          return mount_result_;
+                        },
+                    .set_hostname =
+                        [this](const std::string& name) {
+                          hostnames_.push_back(name);
+                          return Status::Ok();
+                        },
+                });
+    service_->Register(*server_);
+    int fds[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+    EXPECT_TRUE(server_->ServeConnection(UniqueFd(fds[0])).ok());
+    auto client = ttrpc::Client::FromFd(*loop_, UniqueFd(fds[1]));
+    EXPECT_TRUE(client.has_value());
+    client_ = std::move(*client);
+  }
+
+  template <typename Resp, typename Req>
+  Result<Resp> Call(const std::string& method, const Req& req) {
+    return client_->CallUnarySync<Resp>(kAgentService, method, req);
+  }
+
+  Result<pb::CreateSandboxResponse> Create(const std::string& id, const std::string& hostname = "",
+                                           const std::string& tag = "",
+                                           const std::string& path = "") {
+    pb::CreateSandboxRequest req;
+    req.set_sandbox_id(id);
+    req.set_hostname(hostname);
+    req.set_share_tag(tag);
+    req.set_share_path(path);
+    return Call<pb::CreateSandboxResponse>("CreateSandbox", req);
+  }
+
+  Result<pb::DestroySandboxResponse> Destroy(const std::string& id) {
+    pb::DestroySandboxRequest req;
+    req.set_sandbox_id(id);
+    return Call<pb::DestroySandboxResponse>("DestroySandbox", req);
+  }
+
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<ttrpc::Server> server_;
+  std::unique_ptr<AgentService> service_;
+  std::unique_ptr<ttrpc::Client> client_;
+  int power_offs_ = 0;
+  std::vector<std::string> mounts_;
+  std::vector<std::string> hostnames_;
+  Status mount_result_ = Status::Ok();
+};
+
+TEST_F(AgentServiceTest, HelloDescribesThisMachine) {
+  auto hello = Call<pb::HelloResponse>("Hello", pb::HelloRequest());
+  ASSERT_TRUE(hello.has_value()) << hello.error().ToString();
+  EXPECT_EQ(hello->version(), kAgentVersion);
+  EXPECT_GT(hello->vcpus(), 0u);
+  EXPECT_GT(hello->memory_bytes(), 0u);
+  EXPECT_FALSE(hello->kernel_release().empty());
+  EXPECT_EQ(hello->pid(), static_cast<uint32_t>(::getpid()));
+  EXPECT_EQ(hello->sandbox_id(), "");
+}
+
+TEST_F(AgentServiceTest, CreateSandboxSetsTheHostnameMountsTheShareAndIsIdempotent) {
+  ASSERT_TRUE(Create("pod", "pod-host", "hullpod", "/run/hull/pod").has_value());
+  EXPECT_EQ(hostnames_, std::vector<std::string>{"pod-host"});
+  EXPECT_EQ(mounts_, std::vector<std::string>{"hullpod /run/hull/pod"});
+  auto hello = Call<pb::HelloResponse>("Hello", pb::HelloRequest());
+  ASSERT_TRUE(hello.has_value());
+  EXPECT_EQ(hello->sandbox_id(), "pod");
+  EXPECT_EQ(hello->hostname(), "pod-host");
+
+  // Again for the same pod (a host that reconnected): OK, nothing redone.
+  ASSERT_TRUE(Create("pod", "pod-host", "hullpod", "/run/hull/pod").has_value());
+  EXPECT_EQ(mounts_.size(), 1u);
+  auto other = Create("other");
+  ASSERT_FALSE(other.has_value());
+  EXPECT_EQ(other.error().code(), Code::kAlreadyExists);
+}
+
+TEST_F(AgentServiceTest, CreateSandboxRefusesBadRequestsAndReportsMountFailures) {
+  EXPECT_EQ(Create("").error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(Create("p", "", "tag", "").error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(Create("p", "", "", "/x").error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(Create("p", "", "tag", "relative").error().code(), Code::kInvalidArgument);
+  mount_result_ = NotFoundError("mount 9p tag: No such device");
+  auto failed = Create("p", "", "tag", "/x");
+  ASSERT_FALSE(failed.has_value());
+  EXPECT_EQ(failed.error().code(), Code::kNotFound);
+  // Nothing was recorded: a later, good CreateSandbox goes ahead.
+  mount_result_ = Status::Ok();
+  EXPECT_TRUE(Create("p2").has_value());
+}
+
+TEST_F(AgentServiceTest, DestroySandboxAnswersThenPowersOffOnce) {
+  ASSERT_TRUE(Create("pod").has_value());
+  auto wrong = Destroy("other");
+  ASSERT_FALSE(wrong.has_value());
+  EXPECT_EQ(wrong.error().code(), Code::kNotFound);
+  EXPECT_EQ(power_offs_, 0);
+
+  ASSERT_TRUE(Destroy("pod").has_value());
+  ASSERT_TRUE(loop_->RunUntil([&] { return power_offs_ == 1; }, std::chrono::seconds(5)));
+  ASSERT_TRUE(Destroy("pod").has_value());  // a retry is answered, not repeated
+  loop_->RunUntil([] { return false; }, std::chrono::milliseconds(20));
+  EXPECT_EQ(power_offs_, 1);
+}
+
+TEST_F(AgentServiceTest, DestroySandboxWithoutASandboxStillPowersOff) {
+  ASSERT_TRUE(Destroy("whatever").has_value());
+  ASSERT_TRUE(loop_->RunUntil([&] { return power_offs_ == 1; }, std::chrono::seconds(5)));
+}
+
+TEST_F(AgentServiceTest, ContainerCallsNotBuiltYetAreUnimplemented) {
+  for (const char* method :
+       {"CreateContainer", "StartContainer", "ExecProcess", "SignalProcess", "WaitProcess",
+        "RemoveContainer", "WriteStdin", "CloseStdin", "ReadStdout", "ReadStderr", "TtyWinResize",
+        "ListProcesses", "PauseContainer", "ResumeContainer", "UpdateContainer", "StatsContainer",
+        "GetOOMEvent"}) {
+    Result<std::string> reply = client_->CallSync(kAgentService, method, "");
+    ASSERT_FALSE(reply.has_value()) << method;
+    EXPECT_EQ(reply.error().code(), Code::kUnimplemented) << method;
+  }
+  // An unknown method is Unimplemented by the ttrpc server itself.
+  Result<std::string> unknown = client_->CallSync(kAgentService, "Nope", "");
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_EQ(unknown.error().code(), Code::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace hull::agent
