@@ -2,10 +2,8 @@
 // handler that sets `sandboxer = "shim"`, so containerd creates the pod
 // through hull's containerd.runtime.sandbox.v1.Sandbox service
 // (docs/sandbox-api.md), driven by the project's CRI client. containerd 2.x
-// comes from $HULL_CONTAINERD2_DIR (a directory with bin/containerd and
-// bin/ctr) or from the tarball in ../shared/containerd-2/, unpacked once into
-// the build tree; this file's Containerd2Bin is the only place that knows it
-// (the i13a harness work will replace it). Skips with one line without it.
+// comes from the harness (Containerd2Dir: $HULL_CONTAINERD2_DIR or the
+// tarball in ../shared/containerd-2/); skips with one line without it.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -19,6 +17,7 @@
 #include <vector>
 
 #include "tests/integration/cri/cri_client.h"
+#include "tests/integration/harness/containerd2.h"
 #include "tests/integration/harness/harness.h"
 
 namespace hull::itest {
@@ -29,7 +28,6 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 
 constexpr const char* kBusybox = "docker.io/hull/busybox:latest";
-constexpr const char* kTarball = "containerd-2.1.5-linux-amd64.tar.gz";
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path);
@@ -38,45 +36,13 @@ std::string ReadText(const std::string& path) {
   return ss.str();
 }
 
-// The bin/ directory of a containerd 2.x, or "" with the reason in *why.
-std::string Containerd2Bin(std::string* why) {
-  if (const char* dir = std::getenv("HULL_CONTAINERD2_DIR"); dir != nullptr && *dir != '\0') {
-    if (fs::exists(std::string(dir) + "/bin/containerd")) return std::string(dir) + "/bin";
-    *why = std::string("HULL_CONTAINERD2_DIR=") + dir + " has no bin/containerd";
-    return "";
-  }
-  const std::string unpacked = std::string(HULL_BINARY_DIR) + "/containerd-2.1.5";
-  if (fs::exists(unpacked + "/bin/containerd")) return unpacked + "/bin";
-  const std::string tarball =
-      std::string(HULL_SOURCE_DIR) + "/../shared/containerd-2/" + std::string(kTarball);
-  if (!fs::exists(tarball)) {
-    *why = "no containerd 2.x: set HULL_CONTAINERD2_DIR or provide " + tarball;
-    return "";
-  }
-  const std::string partial = unpacked + ".partial-" + std::to_string(::getpid());
-  fs::create_directories(partial);
-  CommandResult r = RunCommand({"tar", "-xzf", tarball, "-C", partial});
-  if (!r.ok()) {
-    fs::remove_all(partial);
-    *why = "unpack " + tarball + ": " + r.Describe();
-    return "";
-  }
-  std::error_code ec;
-  fs::rename(partial, unpacked, ec);  // another test process may have won
-  if (ec) fs::remove_all(partial);
-  return unpacked + "/bin";
-}
-
 class SandboxApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (std::string reason = SkipReason(); !reason.empty()) GTEST_SKIP() << reason;
     std::string why;
-    const std::string bin = Containerd2Bin(&why);
-    if (bin.empty()) GTEST_SKIP() << why;
-    // The harness runs `containerd` and `ctr` from PATH.
-    const char* path = std::getenv("PATH");
-    ::setenv("PATH", (bin + ":" + (path != nullptr ? path : "")).c_str(), 1);
+    const std::string containerd2 = Containerd2Dir(&why);
+    if (containerd2.empty()) GTEST_SKIP() << why;
 
     cgroup_parent_ = "/hull-sbapi-" + std::to_string(::getpid()) + "-" +
                      ::testing::UnitTest::GetInstance()->current_test_info()->name();
@@ -85,11 +51,10 @@ class SandboxApiTest : public ::testing::Test {
                                  "hull-shim]\n  runtime_type = \"io.containerd.hull.v2\"\n" +
                                  "  sandboxer = \"shim\"\n";
     std::string error;
-    containerd_ =
-        PrivateContainerd::Start({.enable_cri = true, .runtime_handlers_toml = handlers}, &error);
+    containerd_ = PrivateContainerd::Start(
+        {.enable_cri = true, .runtime_handlers_toml = handlers, .containerd_dir = containerd2},
+        &error);
     ASSERT_NE(containerd_, nullptr) << error;
-    CommandResult version = RunCommand({"containerd", "--version"});
-    ASSERT_NE(version.out.find(" v2."), std::string::npos) << version.out;
     ASSERT_TRUE(containerd_->ImportImages("k8s.io", &error)) << error;
     cri_ = std::make_unique<CriClient>(containerd_->address());
     ASSERT_TRUE(WaitUntil(
