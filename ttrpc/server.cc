@@ -1,8 +1,11 @@
 #include "ttrpc/server.h"
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "ttrpc/server_connection_internal.h"
@@ -21,13 +24,27 @@ constexpr int kMaxAcceptsPerEvent = 32;
 // After the grace period, how long the Unavailable replies get to be written
 // before the remaining connections are cut.
 constexpr std::chrono::seconds kFinalFlushTimeout(1);
+// Evictions come in floods; one report per this long says how many.
+constexpr std::chrono::seconds kEvictionReportInterval(10);
+// The connection cap never goes below this, however low RLIMIT_NOFILE is.
+constexpr size_t kMinConnectionCap = 4;
+
+size_t ConnectionCap(size_t configured) {
+  size_t cap = configured == 0 ? std::numeric_limits<size_t>::max() : configured;
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+    cap = std::min<size_t>(cap, std::max<size_t>(kMinConnectionCap, nofile.rlim_cur / 2));
+  }
+  return cap;
+}
 
 }  // namespace
 
 Server::Server(EventLoop& loop, ServerOptions options)
     : loop_(loop),
       options_(std::move(options)),
-      services_(std::make_unique<internal::ServiceTable>()) {}
+      services_(std::make_unique<internal::ServiceTable>()),
+      connection_cap_(ConnectionCap(options_.max_connections)) {}
 
 Server::~Server() {
   listeners_.clear();
@@ -69,6 +86,9 @@ void Server::OnAcceptable(Listener* listener) {
     int err = errno;
     if (err == EINTR || err == ECONNABORTED) continue;
     if (err == EAGAIN || err == EWOULDBLOCK) return;
+    // Out of descriptors: an idle connection makes room for the new one
+    // (containerd reconnecting must get in).
+    if ((err == EMFILE || err == ENFILE) && EvictIdlest("out of descriptors", true)) continue;
     ReportError(ErrnoError(err, "ttrpc: accept"));
     if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
       listener->watch.Reset();
@@ -103,9 +123,18 @@ void Server::AddConnection(UniqueFd fd) {
       return;
     }
   }
+  if (connections_.size() >= connection_cap_) {
+    EvictIdlest("connection cap " + std::to_string(connection_cap_) + " reached", false);
+  }
   auto conn = internal::ServerConnection::Create(
       loop_, std::move(fd), *services_,
-      [this](internal::ServerConnection* closed) { OnConnectionClosed(closed); });
+      {.max_calls = options_.max_calls_per_connection,
+       .partial_frame_deadline = options_.partial_frame_deadline},
+      activity_,
+      [this](internal::ServerConnection* closed, const Status& why) {
+        OnConnectionClosed(closed, why);
+      },
+      [this](const Status& limit) { ReportError(limit); });
   if (!conn) {
     ReportError(conn.error());
     return;
@@ -114,9 +143,43 @@ void Server::AddConnection(UniqueFd fd) {
   connections_.emplace(raw, std::move(*conn));
 }
 
-void Server::OnConnectionClosed(internal::ServerConnection* conn) {
+void Server::OnConnectionClosed(internal::ServerConnection* conn, const Status& why) {
+  if (why.code() == Code::kDeadlineExceeded) ReportError(why);  // the partial-frame deadline
   connections_.erase(conn);
   MaybeFinishShutdown();
+}
+
+bool Server::EvictIdlest(std::string_view reason, bool only_without_calls) {
+  // Linear: the cap keeps the set small, and evictions happen only at it.
+  internal::ServerConnection* idle = nullptr;  // idlest without calls in flight
+  internal::ServerConnection* any = nullptr;   // idlest
+  for (const auto& [raw, conn] : connections_) {
+    if (any == nullptr || raw->activity_seq() < any->activity_seq()) any = raw;
+    if (raw->calls_in_flight() == 0 &&
+        (idle == nullptr || raw->activity_seq() < idle->activity_seq())) {
+      idle = raw;
+    }
+  }
+  internal::ServerConnection* victim = idle != nullptr || only_without_calls ? idle : any;
+  if (victim == nullptr) return false;
+  auto idle_for =
+      std::chrono::duration_cast<std::chrono::milliseconds>(loop_.Now() - victim->last_active());
+  size_t calls = victim->calls_in_flight();
+  victim->Close();
+  connections_.erase(victim);
+  ++evictions_;
+  ++evictions_unreported_;
+  EventLoop::Clock::time_point now = loop_.Now();
+  if (!last_eviction_report_ || now - *last_eviction_report_ >= kEvictionReportInterval) {
+    last_eviction_report_ = now;
+    ReportError(ResourceExhaustedError(
+        "ttrpc: " + std::string(reason) + ": closed the idlest connection (idle " +
+        std::to_string(idle_for.count()) + " ms, " + std::to_string(calls) + " calls in flight); " +
+        std::to_string(evictions_unreported_) +
+        " connections closed to make room since the last report"));
+    evictions_unreported_ = 0;
+  }
+  return true;
 }
 
 void Server::Shutdown(std::function<void()> done) {
