@@ -57,7 +57,14 @@ bool operator==(const ShimConfig& a, const ShimConfig& b) {
          x.no_new_keyring == y.no_new_keyring && x.criu_path == y.criu_path &&
          x.criu_image_path == y.criu_image_path && x.criu_work_path == y.criu_work_path &&
          a.shim_cgroup == b.shim_cgroup && a.io_uid == b.io_uid && a.io_gid == b.io_gid &&
-         a.log_level == b.log_level && a.sizing == b.sizing && x.runtime_flags == y.runtime_flags;
+         a.log_level == b.log_level && a.sizing == b.sizing && x.runtime_flags == y.runtime_flags &&
+         a.ttrpc == b.ttrpc;
+}
+
+bool operator==(const TtrpcLimits& a, const TtrpcLimits& b) {
+  return a.max_connections == b.max_connections &&
+         a.max_calls_per_connection == b.max_calls_per_connection &&
+         a.partial_frame_timeout_ms == b.partial_frame_timeout_ms;
 }
 
 bool operator==(const PodSizing& a, const PodSizing& b) {

@@ -45,6 +45,16 @@ struct PodSizing {
 };
 bool operator==(const PodSizing& a, const PodSizing& b);
 
+// The [ttrpc] section: the server's limits (docs/ttrpc.md, "Limits"). Read
+// from the config file when the server starts.
+struct TtrpcLimits {
+  uint32_t max_connections = 256;
+  uint32_t max_calls_per_connection = 4096;
+  // 0: no deadline.
+  uint32_t partial_frame_timeout_ms = 10'000;
+};
+bool operator==(const TtrpcLimits& a, const TtrpcLimits& b);
+
 struct ShimConfig {
   // What runs the containers: the `runtime` key is runtime.binary_name.
   RuntimeOptions runtime;
@@ -59,6 +69,7 @@ struct ShimConfig {
   // [sizing]: how a pod is sized, and what hull does with the size on the
   // host (docs/sizing.md, "What the shim does with it").
   PodSizing sizing;
+  TtrpcLimits ttrpc;
 };
 
 bool operator==(const ShimConfig& a, const ShimConfig& b);

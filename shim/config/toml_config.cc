@@ -155,6 +155,39 @@ std::optional<Status> ApplyTopLevelKey(std::string_view key, const toml::node& n
   return std::nullopt;
 }
 
+// Bounds of the [ttrpc] numbers.
+constexpr uint32_t kMaxTtrpcCount = 1u << 20;
+constexpr uint32_t kMaxPartialFrameTimeoutMs = 3'600'000;  // an hour
+
+Status ApplyTtrpc(const toml::table& table, std::string_view origin, TtrpcLimits& limits) {
+  for (auto&& [name, node] : table) {
+    std::string_view key = name.str();
+    Status applied;
+    if (key == "max_connections") {
+      applied =
+          Assign(GetUint32InRange(node, origin, key, 1, kMaxTtrpcCount), limits.max_connections);
+    } else if (key == "max_calls_per_connection") {
+      applied = Assign(GetUint32InRange(node, origin, key, 1, kMaxTtrpcCount),
+                       limits.max_calls_per_connection);
+    } else if (key == "partial_frame_timeout_ms") {
+      applied = Assign(GetUint32InRange(node, origin, key, 0, kMaxPartialFrameTimeoutMs),
+                       limits.partial_frame_timeout_ms);
+    } else {
+      return Invalid(origin, node, "unknown key \"ttrpc." + std::string(key) + "\"");
+    }
+    HULL_RETURN_IF_ERROR(applied);
+  }
+  return Status::Ok();
+}
+
+toml::table TtrpcTable(const TtrpcLimits& limits) {
+  return toml::table{
+      {"max_connections", static_cast<int64_t>(limits.max_connections)},
+      {"max_calls_per_connection", static_cast<int64_t>(limits.max_calls_per_connection)},
+      {"partial_frame_timeout_ms", static_cast<int64_t>(limits.partial_frame_timeout_ms)},
+  };
+}
+
 // Bounds of the [sizing] numbers: far above any real machine, low enough
 // that sums and MiB-to-byte conversions cannot overflow.
 constexpr uint32_t kMaxVcpus = 4096;
@@ -260,6 +293,7 @@ toml::table SizingTable(const PodSizing& sizing) {
 std::optional<Status> ApplySection(std::string_view name, const toml::table& table,
                                    std::string_view origin, ShimConfig& config) {
   if (name == "sizing") return ApplySizing(table, origin, config.sizing);
+  if (name == "ttrpc") return ApplyTtrpc(table, origin, config.ttrpc);
   if (name == "runsc_config") {
     // Key by key over a lower layer's flags, like the top-level keys.
     return ApplyRuntimeFlags(table, origin, config.runtime.runtime_flags);
@@ -327,6 +361,7 @@ std::string ToToml(const ShimConfig& config) {
       {"criu_work_path", rt.criu_work_path},
       {"log_level", std::string(LogLevelName(config.log_level))},
       {"sizing", SizingTable(config.sizing)},
+      {"ttrpc", TtrpcTable(config.ttrpc)},
   };
   toml::table flags;
   for (const auto& [key, value] : rt.runtime_flags) flags.insert(key, value);

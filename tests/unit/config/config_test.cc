@@ -65,6 +65,11 @@ max_vcpus = 8
 round_memory_to_even = false
 pod_cgroup_limits = true
 shim_in_pod_cgroup = true
+
+[ttrpc]
+max_connections = 64
+max_calls_per_connection = 100
+partial_frame_timeout_ms = 0
 )";
 
 ShimConfig EveryKey() {
@@ -90,6 +95,9 @@ ShimConfig EveryKey() {
   c.sizing.policy.round_memory_to_even = false;
   c.sizing.pod_cgroup_limits = true;
   c.sizing.shim_in_pod_cgroup = true;
+  c.ttrpc.max_connections = 64;
+  c.ttrpc.max_calls_per_connection = 100;
+  c.ttrpc.partial_frame_timeout_ms = 0;
   return c;
 }
 
@@ -131,6 +139,23 @@ TEST_F(ConfigTest, SizingKeysOneByOne) {
   ASSERT_TRUE(ApplyToml("[sizing]\nshim_in_pod_cgroup = true\n", "test", c).ok());
   EXPECT_TRUE(c.sizing.shim_in_pod_cgroup);
   EXPECT_EQ(c.sizing.policy.overhead_vcpus, 1.0);
+}
+
+TEST_F(ConfigTest, TtrpcKeysOneByOneAndTheirRanges) {
+  ShimConfig c;
+  EXPECT_EQ(c.ttrpc.max_connections, 256u);
+  EXPECT_EQ(c.ttrpc.max_calls_per_connection, 4096u);
+  EXPECT_EQ(c.ttrpc.partial_frame_timeout_ms, 10000u);
+  ASSERT_TRUE(ApplyToml("[ttrpc]\nmax_connections = 1\n", "test", c).ok());
+  EXPECT_EQ(c.ttrpc.max_connections, 1u);
+  EXPECT_EQ(c.ttrpc.max_calls_per_connection, 4096u);
+  for (const char* bad :
+       {"[ttrpc]\nmax_connections = 0\n", "[ttrpc]\nmax_connections = 1048577\n",
+        "[ttrpc]\nmax_calls_per_connection = 0\n", "[ttrpc]\npartial_frame_timeout_ms = -1\n",
+        "[ttrpc]\npartial_frame_timeout_ms = 3600001\n", "[ttrpc]\nmax_conections = 5\n"}) {
+    EXPECT_EQ(ApplyToml(bad, "test", c).code(), Code::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(c.ttrpc.max_connections, 1u);  // refused files change nothing
 }
 
 TEST_F(ConfigTest, EveryKey) {
