@@ -145,7 +145,8 @@ void Container::Create(const tv2::CreateTaskRequest& request, Reply<pid_t> done)
                    .ns = ctx_.ns,
                    .io_uid = options_.io_uid,
                    .io_gid = options_.io_gid,
-                   .work_dir = bundle_},
+                   .work_dir = bundle_,
+                   .on_output_error = LogOutputErrors(ctx_.log)},
       [this, alive, event = std::move(event), checkpoint = request.checkpoint(),
        done = std::move(done)](Result<std::unique_ptr<ProcessIo>> io) mutable {
         if (alive.expired()) return;
@@ -444,7 +445,8 @@ void Container::StartExec(Process* process, Reply<pid_t> done) {
                                  .ns = ctx_.ns,
                                  .io_uid = options_.io_uid,
                                  .io_gid = options_.io_gid,
-                                 .work_dir = bundle_},
+                                 .work_dir = bundle_,
+                                 .on_output_error = LogOutputErrors(ctx_.log)},
                     [this, alive, exec_id, json_path, what,
                      done = std::move(done)](Result<std::unique_ptr<ProcessIo>> io) mutable {
                       if (alive.expired()) return;
