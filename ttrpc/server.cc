@@ -150,15 +150,18 @@ void Server::OnConnectionClosed(internal::ServerConnection* conn, const Status& 
 }
 
 bool Server::EvictIdlest(std::string_view reason, bool only_without_calls) {
-  // Linear: the cap keeps the set small, and evictions happen only at it.
+  // Idlest first: connections that never sent a frame (a flood's; never
+  // containerd's, which has made calls) by age, then the least recently
+  // active. Linear: the cap keeps the set small, and this runs only at it.
+  auto idler = [](const internal::ServerConnection* a, const internal::ServerConnection* b) {
+    if (a->spoke() != b->spoke()) return !a->spoke();
+    return a->activity_seq() < b->activity_seq();
+  };
   internal::ServerConnection* idle = nullptr;  // idlest without calls in flight
   internal::ServerConnection* any = nullptr;   // idlest
   for (const auto& [raw, conn] : connections_) {
-    if (any == nullptr || raw->activity_seq() < any->activity_seq()) any = raw;
-    if (raw->calls_in_flight() == 0 &&
-        (idle == nullptr || raw->activity_seq() < idle->activity_seq())) {
-      idle = raw;
-    }
+    if (any == nullptr || idler(raw, any)) any = raw;
+    if (raw->calls_in_flight() == 0 && (idle == nullptr || idler(raw, idle))) idle = raw;
   }
   internal::ServerConnection* victim = idle != nullptr || only_without_calls ? idle : any;
   if (victim == nullptr) return false;

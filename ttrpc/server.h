@@ -39,8 +39,10 @@ struct ServerOptions {
   // this and half the process's RLIMIT_NOFILE (read at construction), so a
   // connection flood cannot take the descriptors the shim needs for its
   // work. At the cap a new connection is accepted and the idlest connection
-  // goes: the least recently active one with no call in flight, else the
-  // least recently active one. Containerd is never refused.
+  // with no call in flight goes (else the idlest): first those that never
+  // sent a frame, oldest first, then the least recently active. Containerd
+  // is never refused, and its connection, which has made calls, outlasts
+  // any number of silent ones.
   size_t max_connections = 256;
   // Calls in flight on one connection; past it a Request is answered
   // ResourceExhausted at once. 0: no cap.

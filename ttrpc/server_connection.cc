@@ -83,6 +83,7 @@ void ServerConnection::FailAll(const Status& status) {
 void ServerConnection::OnFrame(Frame frame) {
   auto self = shared_from_this();  // a handler may shut the server down
   MarkActive();
+  spoke_ = true;
   const FrameHeader& header = frame.header;
   // Go's order: the size check comes before anything else about the frame.
   if (frame.oversized()) {

@@ -58,6 +58,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   EventLoop::Clock::time_point last_active() const { return last_active_; }
   // The ActivityCounter's value then: a higher one was active later.
   uint64_t activity_seq() const { return activity_seq_; }
+  // Whether a frame ever arrived: containerd's connection has spoken, a
+  // flood's idle connections have not.
+  bool spoke() const { return spoke_; }
 
   // For Responder: answers call `stream_id` if it still waits for an answer.
   void Answer(uint32_t stream_id, const Status& status, std::string payload);
@@ -89,6 +92,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   ActivityCounter activity_;
   EventLoop::Clock::time_point last_active_;
   uint64_t activity_seq_ = 0;
+  bool spoke_ = false;
   std::shared_ptr<FramedConnection> framed_;
   std::unordered_map<uint32_t, Call> calls_;
   uint32_t last_request_id_ = 0;

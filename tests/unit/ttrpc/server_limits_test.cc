@@ -101,6 +101,21 @@ TEST_F(ServerLimitsTest, AtTheCapTheIdlestConnectionWithoutCallsIsClosed) {
   EXPECT_EQ(ParseResponse(reply->body).payload, "done");
 }
 
+TEST_F(ServerLimitsTest, SilentConnectionsGoBeforeOnesThatMadeCalls) {
+  StartServer({.max_connections = 3});
+  auto containerd = Connect();
+  ExpectEcho(*containerd, 1);  // spoke once, long ago
+  auto silent1 = Connect();
+  auto silent2 = Connect();
+  auto fresh = Connect();
+  EXPECT_TRUE(silent1->WaitForEof());  // the oldest of the silent ones
+  auto fresher = Connect();
+  EXPECT_TRUE(silent2->WaitForEof());
+  ExpectEcho(*containerd, 3);
+  ExpectEcho(*fresher, 1);
+  EXPECT_EQ(server_->evictions(), 2u);
+}
+
 TEST_F(ServerLimitsTest, AtTheCapWithEveryConnectionBusyTheIdlestStillGoes) {
   StartServer({.max_connections = 2});
   auto first = Connect();
