@@ -43,8 +43,11 @@ size_t ConnectionCap(size_t configured) {
 Server::Server(EventLoop& loop, ServerOptions options)
     : loop_(loop),
       options_(std::move(options)),
-      services_(std::make_unique<internal::ServiceTable>()),
-      connection_cap_(ConnectionCap(options_.max_connections)) {}
+      services_(std::make_unique<internal::ServiceTable>()) {}
+
+size_t Server::connection_cap() const {
+  return ConnectionCap(options_.max_connections);
+}
 
 Server::~Server() {
   listeners_.clear();
@@ -123,8 +126,8 @@ void Server::AddConnection(UniqueFd fd) {
       return;
     }
   }
-  if (connections_.size() >= connection_cap_) {
-    EvictIdlest("connection cap " + std::to_string(connection_cap_) + " reached", false);
+  if (size_t cap = connection_cap(); connections_.size() >= cap) {
+    EvictIdlest("connection cap " + std::to_string(cap) + " reached", false);
   }
   auto conn = internal::ServerConnection::Create(
       loop_, std::move(fd), *services_,

@@ -36,7 +36,7 @@ struct ServerOptions {
   std::chrono::nanoseconds shutdown_grace = std::chrono::seconds(5);
   int listen_backlog = 64;
   // Connections served at once; 0: no cap. The cap in force is the lower of
-  // this and half the process's RLIMIT_NOFILE (read at construction), so a
+  // this and half the process's RLIMIT_NOFILE (read at each accept), so a
   // connection flood cannot take the descriptors the shim needs for its
   // work. At the cap a new connection is accepted and the idlest connection
   // with no call in flight goes (else the idlest): first those that never
@@ -94,8 +94,8 @@ class Server {
   void Shutdown(std::function<void()> done);
 
   size_t connection_count() const { return connections_.size(); }
-  // max_connections as in force (see ServerOptions).
-  size_t connection_cap() const { return connection_cap_; }
+  // max_connections as in force now (see ServerOptions).
+  size_t connection_cap() const;
   // Connections closed to make room, since construction.
   uint64_t evictions() const { return evictions_; }
 
@@ -126,7 +126,6 @@ class Server {
   bool shutting_down_ = false;
   std::vector<std::function<void()>> shutdown_done_;
   EventHandle shutdown_timer_;
-  size_t connection_cap_ = 0;
   std::shared_ptr<uint64_t> activity_ = std::make_shared<uint64_t>(0);
   uint64_t evictions_ = 0;
   uint64_t evictions_unreported_ = 0;
