@@ -42,6 +42,7 @@ class SoakTest : public HullCtrTest {
   std::string runtime_ = Env("HULL_SOAK_RUNTIME", kHull);
   std::string prefix_ = "soak" + std::to_string(::getpid()) + "-";
   std::vector<std::string> shim_sockets_;
+  int lost_output_ = 0;  // execs that succeeded but whose output never came
 
   std::vector<pid_t> Tree() const {
     std::vector<pid_t> pids = ProcessesMatching(containerd_->dir());
@@ -84,10 +85,13 @@ class SoakTest : public HullCtrTest {
     std::string address = ReadAddress(id);
     if (address.starts_with("unix://")) shim_sockets_.push_back(address.substr(7));
     r = Ctr({"task", "exec", "--exec-id", "e", id, "echo", "soak"});
-    if (r.out != "soak\n") {
+    if (!r.ok()) {
       ADD_FAILURE() << "cycle " << i << ": exec: " << r.Describe();
       return false;
     }
+    // Counted, not fatal here, so that the Go shim's bench run goes on (it
+    // loses a short exec's output now and then); the test fails on it below.
+    if (r.out != "soak\n") ++lost_output_;
     if (!Ctr({"task", "kill", "-s", "SIGKILL", id}).ok() || !WaitForStatus(id, "STOPPED")) {
       ADD_FAILURE() << "cycle " << i << ": kill";
       return false;
@@ -107,11 +111,11 @@ class SoakTest : public HullCtrTest {
   }
 };
 
-std::string Row(int cycle, const Counts& c) {
+std::string Row(int cycle, const Counts& c, int lost_output) {
   return "| " + std::to_string(cycle) + " | " + std::to_string(c.processes) + " | " +
          std::to_string(c.fds) + " | " + std::to_string(c.mounts) + " | " +
          std::to_string(c.cgroups) + " | " + std::to_string(c.sockets) + " | " +
-         std::to_string(c.rss_kib) + " |";
+         std::to_string(c.rss_kib) + " | " + std::to_string(lost_output) + " |";
 }
 
 TEST_P(SoakTest, CyclesLeakNothing) {
@@ -123,8 +127,8 @@ TEST_P(SoakTest, CyclesLeakNothing) {
   Counts base = Count();
   std::string report = "\n" + runtime_ + ", " + std::to_string(cycles) +
                        " cycles\n\n| cycle | processes | fds | mounts | cgroups | sockets | "
-                       "RSS KiB |\n|---|---|---|---|---|---|---|\n" +
-                       Row(0, base) + "\n";
+                       "RSS KiB | exec output lost |\n|---|---|---|---|---|---|---|---|\n" +
+                       Row(0, base, lost_output_) + "\n";
   std::cout << report;
   Counts last = base;
   for (int i = 1; i <= cycles; ++i) {
@@ -132,7 +136,7 @@ TEST_P(SoakTest, CyclesLeakNothing) {
     if (i % 100 == 0 || i == cycles) {
       WaitUntil([&] { return Shims().empty(); }, 20s);
       last = Count();
-      std::string row = Row(i, last);
+      std::string row = Row(i, last, lost_output_);
       std::cout << row << std::endl;
       report += row + "\n";
     }
@@ -145,6 +149,7 @@ TEST_P(SoakTest, CyclesLeakNothing) {
   EXPECT_EQ(last.mounts, base.mounts);
   EXPECT_EQ(last.cgroups, 0u);
   EXPECT_EQ(last.sockets, 0u);
+  EXPECT_EQ(lost_output_, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Runc, SoakTest, ::testing::Values("runc"));
