@@ -325,10 +325,29 @@ Status ApplyTable(const toml::table& table, std::string_view origin, ShimConfig&
   return Status::Ok();
 }
 
+// toml++ 3 (Debian 12) reaches __builtin_unreachable (undefined behaviour)
+// when it meets a code point in U+FB06..U+FEFE where whitespace may stand
+// (is_non_ascii_horizontal_whitespace; found by tests/fuzz/config_fuzzer).
+// None belongs in hull's config, so such text is refused before parsing.
+// They are the 3-byte UTF-8 sequences EF AC 86 .. EF BB BE.
+std::optional<size_t> FindCodePointTomlMishandles(std::string_view text) {
+  for (size_t i = 0; i + 2 < text.size(); ++i) {
+    if (static_cast<unsigned char>(text[i]) != 0xEF) continue;
+    char32_t cp = 0xF000 | (char32_t{static_cast<unsigned char>(text[i + 1]) & 0x3Fu} << 6) |
+                  (static_cast<unsigned char>(text[i + 2]) & 0x3Fu);
+    if (cp >= 0xFB06 && cp <= 0xFEFE) return i;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Status ApplyToml(std::string_view text, std::string_view origin, ShimConfig& config,
                  bool containerd_keys) {
+  if (std::optional<size_t> at = FindCodePointTomlMishandles(text)) {
+    return InvalidArgumentError(std::string(origin) + ": byte " + std::to_string(*at) +
+                                ": unsupported character (U+FB06 to U+FEFE)");
+  }
   toml::parse_result parsed = toml::parse(text, origin);
   if (!parsed) {
     const toml::parse_error& error = parsed.error();

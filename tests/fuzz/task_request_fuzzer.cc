@@ -56,7 +56,7 @@ struct World {
         return FailedPreconditionError("fuzz: no containers");
       },
       [] {}};
-  ttrpc::Server server{*loop};
+  hull::ttrpc::Server server{*loop};
   World() { tasks.RegisterWith(server); }
 };
 
@@ -71,7 +71,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   request.set_payload(std::string(reinterpret_cast<const char*>(data) + 1, size - 1));
   request.set_timeout_nano(5'000'000'000);
   std::string frame;
-  ttrpc::AppendFrame(&frame, 1, ttrpc::MessageType::kRequest, 0, request.SerializeAsString());
+  hull::ttrpc::AppendFrame(&frame, 1, hull::ttrpc::MessageType::kRequest, 0,
+                           request.SerializeAsString());
   // One send fits a socketpair's buffer, so no write readiness is needed.
   if (frame.size() > 100'000) return 0;
 
@@ -81,10 +82,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!world->server.ServeConnection(UniqueFd(fds[0])).ok()) __builtin_trap();
   if (!SetNonBlocking(ours.get()).ok()) __builtin_trap();
   size_t sent = 0;
-  ttrpc::FrameDecoder decoder;
+  hull::ttrpc::FrameDecoder decoder;
   // Wakes the loop when the reply arrives; the condition below reads it.
   EventHandle watch = world->loop->WatchFd(ours.get(), kReadable, [](uint32_t) {});
-  std::optional<ttrpc::Frame> reply;
+  std::optional<hull::ttrpc::Frame> reply;
   bool done = world->loop->RunUntil(
       [&] {
         while (sent < frame.size()) {

@@ -8,8 +8,12 @@
 #include "ttrpc/envelope_internal.h"
 #include "ttrpc/frame_decoder.h"
 
-using namespace hull;
+using hull::InvalidArgumentError;
+using hull::Result;
+using hull::Status;
 using namespace hull::ttrpc;
+using hull::ttrpc::internal::RequestEnvelope;
+namespace envelope = hull::ttrpc::internal;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
@@ -21,17 +25,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     decoder.Append(bytes.substr(off, chunk));
     while (std::optional<Frame> frame = decoder.Next()) {
       if (frame->oversized()) continue;
-      Result<RequestEnvelope> request = internal::DecodeRequest(frame->body);
+      Result<RequestEnvelope> request = envelope::DecodeRequest(frame->body);
       if (!request) continue;
-      std::string encoded = internal::EncodeRequest(*request);
-      Result<RequestEnvelope> again = internal::DecodeRequest(encoded);
+      std::string encoded = envelope::EncodeRequest(*request);
+      Result<RequestEnvelope> again = envelope::DecodeRequest(encoded);
       if (!again || again->service != request->service || again->payload != request->payload) {
         __builtin_trap();  // a Request must survive its own round trip
       }
-      std::string reply = internal::EncodeResponse(
+      std::string reply = envelope::EncodeResponse(
           request->method.empty() ? Status::Ok() : InvalidArgumentError(request->method),
           request->payload);
-      (void)internal::DecodeResponse(reply);
+      (void)envelope::DecodeResponse(reply);
     }
   }
   (void)decoder.mid_frame();

@@ -158,6 +158,19 @@ TEST_F(ConfigTest, TtrpcKeysOneByOneAndTheirRanges) {
   EXPECT_EQ(c.ttrpc.max_connections, 1u);  // refused files change nothing
 }
 
+// Found by tests/fuzz/config_fuzzer: toml++ reaches __builtin_unreachable on
+// such a code point where whitespace may stand.
+TEST_F(ConfigTest, CodePointsTomlPlusPlusMishandlesAreRefused) {
+  ShimConfig c;
+  for (const char* text :
+       {"x = 1\n\xef\xb0\x80y = 2\n", "\xef\xac\x86", "a = \"\xef\xbb\xbe\"\n"}) {
+    EXPECT_EQ(ApplyToml(text, "test", c).code(), Code::kInvalidArgument) << text;
+  }
+  // Neighbours are fine: U+FB05 in a string, U+FEFF (BOM) at the start.
+  EXPECT_TRUE(ApplyToml("shim_cgroup = \"\xef\xac\x85\"\n", "test", c).ok());
+  EXPECT_TRUE(ApplyToml("\xef\xbb\xbflog_level = \"info\"\n", "test", c).ok());
+}
+
 TEST_F(ConfigTest, EveryKey) {
   ShimConfig c;
   Status s = ApplyToml(kEveryKey, "test", c);
