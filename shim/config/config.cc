@@ -96,7 +96,16 @@ Status ApplyOptions(const google::protobuf::Any& options, ShimConfig& config) {
     if (!runc.ParseFromString(options.value())) {
       return InvalidArgumentError("runtime options: malformed " + std::string(type));
     }
-    ApplyRuncOptions(runc, config);
+    ShimConfig updated = config;
+    ApplyRuncOptions(runc, updated);
+    // The TOML keys' rules are the one check (an absolute root, a runtime
+    // name, ...): what is stored in the bundle as TOML must read back
+    // (tests/fuzz/config_fuzzer found a relative root that did not).
+    ShimConfig reread;
+    if (Status valid = ApplyToml(ToToml(updated), type, reread); !valid.ok()) {
+      return InvalidArgumentError("runtime options: " + valid.message());
+    }
+    config = std::move(updated);
     return Status::Ok();
   }
   if (type == kRuntimeOptionsType) {

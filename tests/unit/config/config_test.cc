@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -169,6 +170,20 @@ TEST_F(ConfigTest, CodePointsTomlPlusPlusMishandlesAreRefused) {
   // Neighbours are fine: U+FB05 in a string, U+FEFF (BOM) at the start.
   EXPECT_TRUE(ApplyToml("shim_cgroup = \"\xef\xac\x85\"\n", "test", c).ok());
   EXPECT_TRUE(ApplyToml("\xef\xbb\xbflog_level = \"info\"\n", "test", c).ok());
+}
+
+// Found by tests/fuzz/config_fuzzer: a relative root was taken from runc's
+// Options and stored in the bundle as TOML that could not be read back.
+TEST_F(ConfigTest, RuncOptionsFollowTheTomlKeysRules) {
+  for (auto set : std::vector<std::function<void(containerd::runc::v1::Options&)>>{
+           [](auto& o) { o.set_root("relative/root"); }, [](auto& o) { o.set_criu_path("criu"); },
+           [](auto& o) { o.set_binary_name("bin/runc"); }}) {
+    containerd::runc::v1::Options o;
+    set(o);
+    ShimConfig c;
+    EXPECT_EQ(ApplyOptions(RuncAny(o), c).code(), Code::kInvalidArgument) << o.DebugString();
+    EXPECT_EQ(c, ShimConfig());  // untouched
+  }
 }
 
 TEST_F(ConfigTest, EveryKey) {
