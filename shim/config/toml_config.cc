@@ -326,16 +326,31 @@ Status ApplyTable(const toml::table& table, std::string_view origin, ShimConfig&
 }
 
 // toml++ 3 (Debian 12) reaches __builtin_unreachable (undefined behaviour)
-// when it meets a code point in U+FB06..U+FEFE where whitespace may stand
-// (is_non_ascii_horizontal_whitespace; found by tests/fuzz/config_fuzzer).
-// None belongs in hull's config, so such text is refused before parsing.
-// They are the 3-byte UTF-8 sequences EF AC 86 .. EF BB BE.
+// in is_non_ascii_horizontal_whitespace, which its parser calls on every
+// character it advances over, for any code point of three blocks of its
+// lookup table but the few whitespace ones: U+00A1..U+0499,
+// U+2EEE..U+32E7 (but U+3000) and U+FB06..U+FEFE (found by
+// tests/fuzz/config_fuzzer). Such text is refused before parsing. This
+// refuses, among others, accented Latin letters in config values.
+bool TomlMishandles(char32_t cp) {
+  return (cp >= 0xA1 && cp <= 0x499) || (cp >= 0x2EEE && cp <= 0x32E7 && cp != 0x3000) ||
+         (cp >= 0xFB06 && cp <= 0xFEFE);
+}
+
+// The byte offset of the first such code point (2- and 3-byte UTF-8).
 std::optional<size_t> FindCodePointTomlMishandles(std::string_view text) {
-  for (size_t i = 0; i + 2 < text.size(); ++i) {
-    if (static_cast<unsigned char>(text[i]) != 0xEF) continue;
-    char32_t cp = 0xF000 | (char32_t{static_cast<unsigned char>(text[i + 1]) & 0x3Fu} << 6) |
-                  (static_cast<unsigned char>(text[i + 2]) & 0x3Fu);
-    if (cp >= 0xFB06 && cp <= 0xFEFE) return i;
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    char32_t cp = 0;
+    if (byte(i) >= 0xC2 && byte(i) <= 0xDF) {
+      cp = (char32_t{byte(i) & 0x1Fu} << 6) | (byte(i + 1) & 0x3Fu);
+    } else if (byte(i) >= 0xE0 && byte(i) <= 0xEF && i + 2 < text.size()) {
+      cp = (char32_t{byte(i) & 0x0Fu} << 12) | (char32_t{byte(i + 1) & 0x3Fu} << 6) |
+           (byte(i + 2) & 0x3Fu);
+    } else {
+      continue;
+    }
+    if (TomlMishandles(cp)) return i;
   }
   return std::nullopt;
 }
@@ -346,7 +361,8 @@ Status ApplyToml(std::string_view text, std::string_view origin, ShimConfig& con
                  bool containerd_keys) {
   if (std::optional<size_t> at = FindCodePointTomlMishandles(text)) {
     return InvalidArgumentError(std::string(origin) + ": byte " + std::to_string(*at) +
-                                ": unsupported character (U+FB06 to U+FEFE)");
+                                ": unsupported character (toml++ cannot parse U+00A1-U+0499, "
+                                "U+2EEE-U+32E7 or U+FB06-U+FEFE)");
   }
   toml::parse_result parsed = toml::parse(text, origin);
   if (!parsed) {

@@ -163,12 +163,14 @@ TEST_F(ConfigTest, TtrpcKeysOneByOneAndTheirRanges) {
 // such a code point where whitespace may stand.
 TEST_F(ConfigTest, CodePointsTomlPlusPlusMishandlesAreRefused) {
   ShimConfig c;
-  for (const char* text :
-       {"x = 1\n\xef\xb0\x80y = 2\n", "\xef\xac\x86", "a = \"\xef\xbb\xbe\"\n"}) {
+  for (const char* text : {"x = 1\n\xef\xb0\x80y = 2\n", "\xef\xac\x86", "a = \"\xef\xbb\xbe\"\n",
+                           "root = \"/caf\xc3\xa9\"\n", "\xe3\x80\x81 = 1\n"}) {
     EXPECT_EQ(ApplyToml(text, "test", c).code(), Code::kInvalidArgument) << text;
   }
-  // Neighbours are fine: U+FB05 in a string, U+FEFF (BOM) at the start.
+  // Neighbours are fine: U+FB05 and U+049A in a string, U+FEFF (BOM) at the
+  // start.
   EXPECT_TRUE(ApplyToml("shim_cgroup = \"\xef\xac\x85\"\n", "test", c).ok());
+  EXPECT_TRUE(ApplyToml("shim_cgroup = \"\xd2\x9a\"\n", "test", c).ok());  // U+049A
   EXPECT_TRUE(ApplyToml("\xef\xbb\xbflog_level = \"info\"\n", "test", c).ok());
 }
 
