@@ -105,6 +105,10 @@ Status ApplyOptions(const google::protobuf::Any& options, ShimConfig& config) {
     if (Status valid = ApplyToml(ToToml(updated), type, reread); !valid.ok()) {
       return InvalidArgumentError("runtime options: " + valid.message());
     }
+    if (!(reread == updated)) {  // e.g. a string TOML cannot carry as it is
+      return InvalidArgumentError("runtime options: " + std::string(type) +
+                                  " holds a value hull's config cannot store");
+    }
     config = std::move(updated);
     return Status::Ok();
   }

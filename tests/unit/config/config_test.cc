@@ -188,6 +188,24 @@ TEST_F(ConfigTest, RuncOptionsFollowTheTomlKeysRules) {
   }
 }
 
+// Found by tests/fuzz/config_fuzzer (runc_options_not_representable): what
+// ApplyOptions accepts must come back from the bundle's TOML unchanged.
+TEST_F(ConfigTest, AcceptedRuncOptionsSurviveTheBundleToml) {
+  const std::string payload(
+      "\x32\x04\x63\x72\x75\x6e\x1a\x06\x0a\x72\x75\x6e\x2f\x01\x42\x0e\x2f\x75\x73\x72\x2f\x73\x62"
+      "\x72\x75\x6e\x2f\x78\x08\x45\x45\x45\x45\x45\x45\x45\x45\x45\x45\x45\x45\x45\x45\x45\x45\x45"
+      "\x20\xe8\x48\x01",
+      50);
+  google::protobuf::Any any;
+  any.set_type_url("containerd.runc.v1.Options");
+  any.set_value(payload);
+  ShimConfig c;
+  if (!ApplyOptions(any, c).ok()) return;  // refused: nothing to store
+  ShimConfig reread;
+  ASSERT_TRUE(ApplyToml(ToToml(c), "bundle", reread).ok());
+  EXPECT_EQ(reread, c);
+}
+
 TEST_F(ConfigTest, EveryKey) {
   ShimConfig c;
   Status s = ApplyToml(kEveryKey, "test", c);
