@@ -74,7 +74,8 @@ StdioContext Container::StdioFor() const {
                       .ns = ctx_.ns,
                       .io_uid = options_.io_uid,
                       .io_gid = options_.io_gid,
-                      .work_dir = bundle_};
+                      .work_dir = bundle_,
+                      .on_output_error = LogOutputErrors(ctx_.log)};
 }
 
 Result<pid_t> Container::ReadPidFile(const std::string& path) const {

@@ -60,6 +60,9 @@ void Process::RecordExit(int exit_status) {
 }
 
 void Process::AddWaiter(ttrpc::TypedResponder<containerd::task::v2::WaitResponse> waiter) {
+  // Waits whose caller is gone (connection closed, deadline passed) are
+  // dropped here, so abandoned calls do not pile up until the exit.
+  std::erase_if(waiters_, [](const auto& w) { return !w.active(); });
   waiters_.push_back(std::move(waiter));
 }
 

@@ -9,10 +9,12 @@
 namespace hull::shim {
 namespace {
 
-constexpr size_t kMaxQueued = 2048;
-constexpr int kMaxAttempts = 10;
 constexpr auto kForwardTimeout = std::chrono::seconds(5);
 constexpr char kEventsService[] = "containerd.services.events.ttrpc.v1.Events";
+constexpr char kExitTopic[] = "/tasks/exit";
+// While containerd stays away, a retry is logged this often (the first one
+// always).
+constexpr int kLogEveryAttempts = 12;
 
 // Forwards over one ttrpc connection, made on first use and again after it
 // breaks.
@@ -64,21 +66,51 @@ std::unique_ptr<EventSink> MakeForwardSink(EventLoop& loop, std::string ttrpc_ad
   return std::make_unique<ForwardSink>(loop, std::move(ttrpc_address), std::move(ns));
 }
 
-EventPublisher::EventPublisher(EventLoop& loop, const Logger& log, std::unique_ptr<EventSink> sink)
-    : loop_(loop), log_(log), sink_(std::move(sink)) {}
+EventPublisher::EventPublisher(EventLoop& loop, const Logger& log, std::unique_ptr<EventSink> sink,
+                               PublisherOptions options)
+    : loop_(loop), log_(log), sink_(std::move(sink)), options_(options) {}
 
 EventPublisher::~EventPublisher() {
   *alive_ = false;
 }
 
 void EventPublisher::Enqueue(std::string topic, google::protobuf::Any event) {
-  if (queue_.size() >= kMaxQueued) {
-    log_.Warn("event queue full; dropping {} {}", queue_.front().topic,
-              queue_.front().event.type_url());
-    queue_.pop_front();
+  bool exit = topic == kExitTopic;
+  if (!MakeRoom(exit)) {
+    ++dropped_;
+    log_.Warn("event queue full ({} events); dropping {} {}", queue_.size(), topic,
+              event.type_url());
+    return;
   }
+  queued_exits_ += exit;
   queue_.push_back(Pending{std::move(topic), std::move(event)});
   if (!in_flight_ && !retry_timer_.active()) SendHead();
+}
+
+bool EventPublisher::MakeRoom(bool exit) {
+  bool exits_full = exit && queued_exits_ >= options_.max_queued_exits;
+  if (queue_.size() < options_.max_queued && !exits_full) return true;
+  // The head may be in flight: it stays. Oldest first among the rest: a
+  // non-exit event (unless an exit must go to respect the exit bound).
+  auto victim = queue_.end();
+  for (auto it = queue_.size() > 1 ? queue_.begin() + 1 : queue_.end(); it < queue_.end(); ++it) {
+    bool is_exit = it->topic == kExitTopic;
+    if (exits_full ? is_exit : !is_exit) {
+      victim = it;
+      break;
+    }
+  }
+  if (victim == queue_.end()) {
+    // Only exits queued (or only the head): keep them, past max_queued, up
+    // to the exit bound; a non-exit event is the one dropped.
+    return exit && !exits_full;
+  }
+  ++dropped_;
+  log_.Warn("event queue full ({} events); dropping {} {}", queue_.size(), victim->topic,
+            victim->event.type_url());
+  queued_exits_ -= victim->topic == kExitTopic;
+  queue_.erase(victim);
+  return true;
 }
 
 void EventPublisher::SendHead() {
@@ -101,22 +133,23 @@ void EventPublisher::OnSent(Status status) {
   if (status.ok() || status.code() == Code::kInvalidArgument) {
     // InvalidArgument: containerd refused the envelope; retrying cannot help.
     if (!status.ok()) log_.Error("publish {}: {}", head.topic, status.ToString());
+    if (head.attempts > 0 && status.ok()) {
+      log_.Info("publish {}: delivered after {} retries", head.topic, head.attempts);
+    }
+    queued_exits_ -= head.topic == kExitTopic;
     queue_.pop_front();
     SendHead();
     return;
   }
-  if (++head.attempts >= kMaxAttempts) {
-    log_.Error("publish {}: giving up after {} attempts: {}", head.topic, head.attempts,
-               status.ToString());
-    queue_.pop_front();
-    SendHead();
-    return;
+  // containerd is away (restarting, or down for longer): retry for as long
+  // as the server lives, backing off (doubling, capped).
+  ++head.attempts;
+  auto delay = options_.initial_backoff * (int64_t{1} << std::min(head.attempts - 1, 20));
+  delay = std::min(delay, options_.max_backoff);
+  if (head.attempts == 1 || head.attempts % kLogEveryAttempts == 0) {
+    log_.Warn("publish {} failed ({}), attempt {}, retrying in {} ms ({} events queued)",
+              head.topic, status.ToString(), head.attempts, delay.count(), queue_.size());
   }
-  // containerd may be restarting: back off (100 ms, doubling, at most 5 s).
-  auto delay = std::chrono::milliseconds(100) * (1 << std::min(head.attempts - 1, 6));
-  delay = std::min<std::chrono::milliseconds>(delay, std::chrono::seconds(5));
-  log_.Warn("publish {} failed ({}), retrying in {} ms", head.topic, status.ToString(),
-            delay.count());
   retry_timer_ = loop_.AddTimer(delay, [this] {
     retry_timer_.Reset();
     SendHead();

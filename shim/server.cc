@@ -71,6 +71,15 @@ int RunServer(const ServerArgs& args) {
 
   std::string socket_path = SocketPath(args.listen_fd);
   ttrpc::ServerOptions server_options;
+  // The [ttrpc] limits of the config file (docs/ttrpc.md, "Limits").
+  Result<ShimConfig> file_config =
+      LoadConfigFile(ConfigFilePath(std::getenv(std::string(kConfigPathEnv).c_str())));
+  if (!file_config) log.Warn("ttrpc limits: defaults: {}", file_config.error().ToString());
+  const TtrpcLimits limits = file_config ? file_config->ttrpc : TtrpcLimits{};
+  server_options.max_connections = limits.max_connections;
+  server_options.max_calls_per_connection = limits.max_calls_per_connection;
+  server_options.partial_frame_deadline =
+      std::chrono::milliseconds(limits.partial_frame_timeout_ms);
   server_options.on_error = [&log](const Status& s) { log.Warn("ttrpc: {}", s.ToString()); };
   ttrpc::Server server(loop, server_options);
 

@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <string>
 #include <utility>
 
 #include "ttrpc/framed_connection_internal.h"
@@ -23,13 +24,15 @@ constexpr size_t kCompactOutputAt = 64 * 1024;
 
 }  // namespace
 
-Result<std::shared_ptr<FramedConnection>> FramedConnection::Create(EventLoop& loop, UniqueFd fd,
-                                                                   Callbacks callbacks) {
+Result<std::shared_ptr<FramedConnection>> FramedConnection::Create(
+    EventLoop& loop, UniqueFd fd, Callbacks callbacks,
+    std::chrono::nanoseconds partial_frame_deadline) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return ErrnoError("ttrpc: fstat connection");
   Io io = S_ISSOCK(st.st_mode) ? Io::kSocket : Io::kReadWrite;
   HULL_RETURN_IF_ERROR(SetNonBlocking(fd.get()));
   auto conn = std::make_shared<FramedConnection>(loop, std::move(fd), io, std::move(callbacks));
+  conn->partial_frame_deadline_ = partial_frame_deadline;
   conn->UpdateReadWatch();
   return conn;
 }
@@ -83,11 +86,14 @@ void FramedConnection::OnReadable() {
     while (state_ == State::kOpen) {
       std::optional<Frame> frame = decoder_.Next();
       if (!frame) break;
+      ++frame_count_;
+      frame_timer_.Reset();  // the next frame gets a deadline of its own
       callbacks_.on_frame(std::move(*frame));
     }
     if (static_cast<size_t>(n) < room.size()) break;  // drained the socket
   }
   corked_ = false;
+  UpdateFrameDeadline();
   if (state_ != State::kClosed && pending_output() > 0) Flush();
 }
 
@@ -99,6 +105,7 @@ void FramedConnection::Send(uint32_t stream_id, MessageType type, uint8_t flags,
   if (state_ == State::kOpen && !read_paused_ && pending_output() > kPauseReadingAt) {
     read_paused_ = true;
     UpdateReadWatch();
+    UpdateFrameDeadline();
   }
 }
 
@@ -121,6 +128,7 @@ void FramedConnection::Flush() {
     if (read_paused_) {
       read_paused_ = false;
       UpdateReadWatch();
+      UpdateFrameDeadline();
     }
     if (state_ == State::kDraining) FinishDrain();
     return;
@@ -146,6 +154,32 @@ void FramedConnection::CloseAfterFlush() {
   if (pending_output() == 0) FinishDrain();
 }
 
+void FramedConnection::UpdateFrameDeadline() {
+  bool want = partial_frame_deadline_.count() > 0 && state_ == State::kOpen && !read_paused_ &&
+              decoder_.mid_frame();
+  if (!want) {
+    frame_timer_.Reset();
+    return;
+  }
+  if (frame_timer_.active()) return;
+  // The timer holds a raw pointer: it is dropped with (or before) this object.
+  frame_timer_ = loop_.AddTimer(partial_frame_deadline_,
+                                [this, count = frame_count_] { OnFrameDeadline(count); });
+}
+
+void FramedConnection::OnFrameDeadline(uint64_t frame_count) {
+  auto self = shared_from_this();
+  frame_timer_.Reset();
+  // Bytes may be waiting behind a busy loop turn: read them before judging.
+  OnReadable();
+  if (state_ != State::kOpen || frame_count_ != frame_count || !decoder_.mid_frame()) return;
+  Fail(DeadlineExceededError(
+      "ttrpc: partial frame not completed within " +
+      std::to_string(
+          std::chrono::duration_cast<std::chrono::milliseconds>(partial_frame_deadline_).count()) +
+      " ms"));
+}
+
 void FramedConnection::FinishDrain() {
   Fail(Status::Ok());
 }
@@ -155,6 +189,7 @@ void FramedConnection::Close() {
   callbacks_.on_closed = nullptr;
   read_watch_.Reset();
   write_watch_.Reset();
+  frame_timer_.Reset();
   fd_.reset();
 }
 
@@ -163,6 +198,7 @@ void FramedConnection::Fail(Status why) {
   state_ = State::kClosed;
   read_watch_.Reset();
   write_watch_.Reset();
+  frame_timer_.Reset();
   fd_.reset();
   out_.clear();
   out_.shrink_to_fit();

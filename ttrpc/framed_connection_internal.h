@@ -13,6 +13,7 @@
 // and never after Close().
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -41,9 +42,19 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   enum class Io { kSocket, kReadWrite };
 
   // Takes a connected socket or a character device; makes it nonblocking and
-  // starts reading.
+  // starts reading. `partial_frame_deadline` (0: none) bounds how long a
+  // frame, once its first byte arrived, may take to arrive whole (an
+  // oversized body counts until it has been skipped); past it the connection
+  // fails with DeadlineExceeded. Time spent not reading (back-pressure) does
+  // not count.
+  static Result<std::shared_ptr<FramedConnection>> Create(
+      EventLoop& loop, UniqueFd fd, Callbacks callbacks,
+      std::chrono::nanoseconds partial_frame_deadline);
+
   static Result<std::shared_ptr<FramedConnection>> Create(EventLoop& loop, UniqueFd fd,
-                                                          Callbacks callbacks);
+                                                          Callbacks callbacks) {
+    return Create(loop, std::move(fd), std::move(callbacks), std::chrono::nanoseconds(0));
+  }
   ~FramedConnection();
   FramedConnection(const FramedConnection&) = delete;
   FramedConnection& operator=(const FramedConnection&) = delete;
@@ -79,6 +90,10 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void FinishDrain();
   ssize_t ReadSome(char* data, size_t size);
   ssize_t WriteSome(const char* data, size_t size);
+  // Arms the partial-frame timer when a frame is under way and reading is
+  // on; disarms it otherwise.
+  void UpdateFrameDeadline();
+  void OnFrameDeadline(uint64_t frame_count);
 
   EventLoop& loop_;
   UniqueFd fd_;
@@ -92,6 +107,9 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   bool read_paused_ = false;
   EventHandle read_watch_;
   EventHandle write_watch_;
+  std::chrono::nanoseconds partial_frame_deadline_{0};
+  EventHandle frame_timer_;
+  uint64_t frame_count_ = 0;  // frames delivered; tells the timer which frame it timed
 };
 
 }  // namespace hull::ttrpc::internal

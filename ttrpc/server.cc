@@ -1,9 +1,12 @@
 #include "ttrpc/server.h"
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "ttrpc/server_connection_internal.h"
@@ -22,6 +25,19 @@ constexpr int kMaxAcceptsPerEvent = 32;
 // After the grace period, how long the Unavailable replies get to be written
 // before the remaining connections are cut.
 constexpr std::chrono::seconds kFinalFlushTimeout(1);
+// Evictions come in floods; one report per this long says how many.
+constexpr std::chrono::seconds kEvictionReportInterval(10);
+// The connection cap never goes below this, however low RLIMIT_NOFILE is.
+constexpr size_t kMinConnectionCap = 4;
+
+size_t ConnectionCap(size_t configured) {
+  size_t cap = configured == 0 ? std::numeric_limits<size_t>::max() : configured;
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+    cap = std::min<size_t>(cap, std::max<size_t>(kMinConnectionCap, nofile.rlim_cur / 2));
+  }
+  return cap;
+}
 
 }  // namespace
 
@@ -29,6 +45,10 @@ Server::Server(EventLoop& loop, ServerOptions options)
     : loop_(loop),
       options_(std::move(options)),
       services_(std::make_unique<internal::ServiceTable>()) {}
+
+size_t Server::connection_cap() const {
+  return ConnectionCap(options_.max_connections);
+}
 
 Server::~Server() {
   listeners_.clear();
@@ -70,6 +90,9 @@ void Server::OnAcceptable(Listener* listener) {
     int err = errno;
     if (err == EINTR || err == ECONNABORTED) continue;
     if (err == EAGAIN || err == EWOULDBLOCK) return;
+    // Out of descriptors: an idle connection makes room for the new one
+    // (containerd reconnecting must get in).
+    if ((err == EMFILE || err == ENFILE) && EvictIdlest("out of descriptors", true)) continue;
     ReportError(ErrnoError(err, "ttrpc: accept"));
     if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
       listener->watch.Reset();
@@ -109,9 +132,18 @@ void Server::AddConnection(UniqueFd fd, ConnectionOptions options) {
       return;
     }
   }
+  if (size_t cap = connection_cap(); connections_.size() >= cap) {
+    EvictIdlest("connection cap " + std::to_string(cap) + " reached", false);
+  }
   auto conn = internal::ServerConnection::Create(
       loop_, std::move(fd), *services_,
-      [this](internal::ServerConnection* closed) { OnConnectionClosed(closed); });
+      {.max_calls = options_.max_calls_per_connection,
+       .partial_frame_deadline = options_.partial_frame_deadline},
+      activity_,
+      [this](internal::ServerConnection* closed, const Status& why) {
+        OnConnectionClosed(closed, why);
+      },
+      [this](const Status& limit) { ReportError(limit); });
   if (!conn) {
     ReportError(conn.error());
     return;
@@ -122,7 +154,8 @@ void Server::AddConnection(UniqueFd fd, ConnectionOptions options) {
   if (options.on_closed) closed_callbacks_.emplace(raw, std::move(options.on_closed));
 }
 
-void Server::OnConnectionClosed(internal::ServerConnection* conn) {
+void Server::OnConnectionClosed(internal::ServerConnection* conn, const Status& why) {
+  if (why.code() == Code::kDeadlineExceeded) ReportError(why);  // the partial-frame deadline
   connections_.erase(conn);
   std::function<void()> on_closed;
   if (auto it = closed_callbacks_.find(conn); it != closed_callbacks_.end()) {
@@ -131,6 +164,42 @@ void Server::OnConnectionClosed(internal::ServerConnection* conn) {
   }
   MaybeFinishShutdown();
   if (on_closed) on_closed();
+}
+
+bool Server::EvictIdlest(std::string_view reason, bool only_without_calls) {
+  // Idlest first: connections that never sent a frame (a flood's; never
+  // containerd's, which has made calls) by age, then the least recently
+  // active. Linear: the cap keeps the set small, and this runs only at it.
+  auto idler = [](const internal::ServerConnection* a, const internal::ServerConnection* b) {
+    if (a->spoke() != b->spoke()) return !a->spoke();
+    return a->activity_seq() < b->activity_seq();
+  };
+  internal::ServerConnection* idle = nullptr;  // idlest without calls in flight
+  internal::ServerConnection* any = nullptr;   // idlest
+  for (const auto& [raw, conn] : connections_) {
+    if (any == nullptr || idler(raw, any)) any = raw;
+    if (raw->calls_in_flight() == 0 && (idle == nullptr || idler(raw, idle))) idle = raw;
+  }
+  internal::ServerConnection* victim = idle != nullptr || only_without_calls ? idle : any;
+  if (victim == nullptr) return false;
+  auto idle_for =
+      std::chrono::duration_cast<std::chrono::milliseconds>(loop_.Now() - victim->last_active());
+  size_t calls = victim->calls_in_flight();
+  victim->Close();
+  connections_.erase(victim);
+  ++evictions_;
+  ++evictions_unreported_;
+  EventLoop::Clock::time_point now = loop_.Now();
+  if (!last_eviction_report_ || now - *last_eviction_report_ >= kEvictionReportInterval) {
+    last_eviction_report_ = now;
+    ReportError(ResourceExhaustedError(
+        "ttrpc: " + std::string(reason) + ": closed the idlest connection (idle " +
+        std::to_string(idle_for.count()) + " ms, " + std::to_string(calls) + " calls in flight); " +
+        std::to_string(evictions_unreported_) +
+        " connections closed to make room since the last report"));
+    evictions_unreported_ = 0;
+  }
+  return true;
 }
 
 void Server::Shutdown(std::function<void()> done) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -50,8 +51,24 @@ struct ServerOptions {
   // Unavailable.
   std::chrono::nanoseconds shutdown_grace = std::chrono::seconds(5);
   int listen_backlog = 64;
+  // Connections served at once; 0: no cap. The cap in force is the lower of
+  // this and half the process's RLIMIT_NOFILE (read at each accept), so a
+  // connection flood cannot take the descriptors the shim needs for its
+  // work. At the cap a new connection is accepted and the idlest connection
+  // with no call in flight goes (else the idlest): first those that never
+  // sent a frame, oldest first, then the least recently active. Containerd
+  // is never refused, and its connection, which has made calls, outlasts
+  // any number of silent ones.
+  size_t max_connections = 256;
+  // Calls in flight on one connection; past it a Request is answered
+  // ResourceExhausted at once. 0: no cap.
+  size_t max_calls_per_connection = 4096;
+  // A frame whose first byte has arrived must arrive whole within this, or
+  // its connection is closed (half frames, bodies that never come). 0: none.
+  std::chrono::nanoseconds partial_frame_deadline = std::chrono::seconds(10);
   // Told about what the server handles by itself but the owner may want to
-  // log: refused peers, failing accept(). Optional.
+  // log: refused peers, failing accept(), a limit hit (rate-limited: at
+  // most one eviction report per 10 s, counting those left out). Optional.
   std::function<void(const Status&)> on_error;
 };
 
@@ -96,6 +113,10 @@ class Server {
   void Shutdown(std::function<void()> done);
 
   size_t connection_count() const { return connections_.size(); }
+  // max_connections as in force now (see ServerOptions).
+  size_t connection_cap() const;
+  // Connections closed to make room, since construction.
+  uint64_t evictions() const { return evictions_; }
 
  private:
   struct Listener {
@@ -107,7 +128,10 @@ class Server {
   void WatchListener(Listener* listener);
   void OnAcceptable(Listener* listener);
   void AddConnection(UniqueFd fd, ConnectionOptions options = {});
-  void OnConnectionClosed(internal::ServerConnection* conn);
+  void OnConnectionClosed(internal::ServerConnection* conn, const Status& why);
+  // Closes the idlest connection (see ServerOptions::max_connections); false
+  // if there is none (or, with `only_without_calls`, none without calls).
+  bool EvictIdlest(std::string_view reason, bool only_without_calls);
   void OnShutdownGraceExpired();
   void MaybeFinishShutdown();
   void ReportError(const Status& status) const;
@@ -123,6 +147,10 @@ class Server {
   bool shutting_down_ = false;
   std::vector<std::function<void()>> shutdown_done_;
   EventHandle shutdown_timer_;
+  std::shared_ptr<uint64_t> activity_ = std::make_shared<uint64_t>(0);
+  uint64_t evictions_ = 0;
+  uint64_t evictions_unreported_ = 0;
+  std::optional<EventLoop::Clock::time_point> last_eviction_report_;
 };
 
 template <LiteMessage Req, LiteMessage Resp>

@@ -16,9 +16,13 @@ constexpr int64_t kMaxTimeoutNano = int64_t{10} * 365 * 24 * 3600 * 1'000'000'00
 }  // namespace
 
 Result<std::shared_ptr<ServerConnection>> ServerConnection::Create(
-    EventLoop& loop, UniqueFd fd, const ServiceTable& services,
-    std::function<void(ServerConnection*)> on_closed) {
-  auto conn = std::make_shared<ServerConnection>(loop, services, std::move(on_closed));
+    EventLoop& loop, UniqueFd fd, const ServiceTable& services, ConnectionLimits limits,
+    ActivityCounter activity, std::function<void(ServerConnection*, const Status&)> on_closed,
+    std::function<void(const Status&)> on_limit) {
+  // Not make_shared: Responders parked by handlers (Wait) hold weak_ptrs, and
+  // with make_shared each would pin the whole object's memory after close.
+  std::shared_ptr<ServerConnection> conn(new ServerConnection(
+      loop, services, limits, std::move(activity), std::move(on_closed), std::move(on_limit)));
   // The callbacks hold raw pointers: the FramedConnection never calls them
   // after Close(), which ~ServerConnection does.
   ServerConnection* raw = conn.get();
@@ -26,13 +30,28 @@ Result<std::shared_ptr<ServerConnection>> ServerConnection::Create(
       conn->framed_,
       FramedConnection::Create(loop, std::move(fd),
                                {.on_frame = [raw](Frame frame) { raw->OnFrame(std::move(frame)); },
-                                .on_closed = [raw](const Status&) { raw->OnClosed(); }}));
+                                .on_closed = [raw](const Status& why) { raw->OnClosed(why); }},
+                               limits.partial_frame_deadline));
   return conn;
 }
 
 ServerConnection::ServerConnection(EventLoop& loop, const ServiceTable& services,
-                                   std::function<void(ServerConnection*)> on_closed)
-    : loop_(loop), services_(services), on_closed_(std::move(on_closed)) {}
+                                   ConnectionLimits limits, ActivityCounter activity,
+                                   std::function<void(ServerConnection*, const Status&)> on_closed,
+                                   std::function<void(const Status&)> on_limit)
+    : loop_(loop),
+      services_(services),
+      limits_(limits),
+      on_closed_(std::move(on_closed)),
+      on_limit_(std::move(on_limit)),
+      activity_(std::move(activity)) {
+  MarkActive();
+}
+
+void ServerConnection::MarkActive() {
+  last_active_ = loop_.Now();
+  if (activity_ != nullptr) activity_seq_ = ++*activity_;
+}
 
 ServerConnection::~ServerConnection() {
   Close();
@@ -43,10 +62,10 @@ void ServerConnection::Close() {
   calls_.clear();
 }
 
-void ServerConnection::OnClosed() {
+void ServerConnection::OnClosed(const Status& why) {
   auto self = shared_from_this();  // the owner drops its reference below
   calls_.clear();
-  if (on_closed_) std::exchange(on_closed_, nullptr)(this);
+  if (on_closed_) std::exchange(on_closed_, nullptr)(this, why);
 }
 
 void ServerConnection::Drain() {
@@ -63,6 +82,8 @@ void ServerConnection::FailAll(const Status& status) {
 
 void ServerConnection::OnFrame(Frame frame) {
   auto self = shared_from_this();  // a handler may shut the server down
+  MarkActive();
+  spoke_ = true;
   const FrameHeader& header = frame.header;
   // Go's order: the size check comes before anything else about the frame.
   if (frame.oversized()) {
@@ -109,6 +130,13 @@ void ServerConnection::OnRequest(uint32_t stream_id, std::string_view body) {
   Result<const Handler*> handler = services_.Find(request->service, request->method);
   if (!handler) {
     SendResponse(stream_id, handler.error(), {});
+    return;
+  }
+  if (limits_.max_calls > 0 && calls_.size() >= limits_.max_calls) {
+    Status refused = ResourceExhaustedError("ttrpc: " + std::to_string(calls_.size()) +
+                                            " calls in flight on this connection (the limit)");
+    if (on_limit_) std::exchange(on_limit_, nullptr)(refused);  // once per connection
+    SendResponse(stream_id, refused, {});
     return;
   }
   std::optional<EventLoop::Clock::time_point> deadline;
@@ -162,6 +190,7 @@ void ServerConnection::Answer(uint32_t session, uint32_t stream_id, const Status
 
 void ServerConnection::SendResponse(uint32_t stream_id, const Status& status, std::string payload) {
   if (!open()) return;
+  MarkActive();
   std::string body = EncodeResponse(status, std::move(payload));
   // A reply too big for a frame fails its own call instead of the connection.
   if (Status size = CheckMessageSize(body.size()); !size.ok()) body = EncodeResponse(size, {});

@@ -6,6 +6,7 @@
 // hold weak_ptrs, so they outlive it safely. Loop thread only.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -21,13 +22,26 @@
 
 namespace hull::ttrpc::internal {
 
+// The per-connection limits (ServerOptions explains them).
+struct ConnectionLimits {
+  size_t max_calls = 0;  // 0: none
+  std::chrono::nanoseconds partial_frame_deadline{0};
+};
+
+// Orders activity across a server's connections (times may tie within one
+// loop turn); shared by the server and its connections.
+using ActivityCounter = std::shared_ptr<uint64_t>;
+
 class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
  public:
   // `services` must outlive the connection. `on_closed` runs once, on a loop
-  // turn of its own, when the connection has ended by itself (not after Close).
+  // turn of its own, when the connection has ended by itself (not after
+  // Close), with why it ended. `on_limit` (optional) is told the first time a
+  // call is refused for `max_calls`.
   static Result<std::shared_ptr<ServerConnection>> Create(
-      EventLoop& loop, UniqueFd fd, const ServiceTable& services,
-      std::function<void(ServerConnection*)> on_closed);
+      EventLoop& loop, UniqueFd fd, const ServiceTable& services, ConnectionLimits limits,
+      ActivityCounter activity, std::function<void(ServerConnection*, const Status&)> on_closed,
+      std::function<void(const Status&)> on_limit);
   ~ServerConnection();
 
   // Shutdown, step 1: keep serving; close once no call is in flight and the
@@ -40,6 +54,13 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
 
   bool open() const { return framed_ != nullptr && framed_->open(); }
   size_t calls_in_flight() const { return calls_.size(); }
+  // When a frame last arrived or a reply was last sent (or it was accepted).
+  EventLoop::Clock::time_point last_active() const { return last_active_; }
+  // The ActivityCounter's value then: a higher one was active later.
+  uint64_t activity_seq() const { return activity_seq_; }
+  // Whether a frame ever arrived: containerd's connection has spoken, a
+  // flood's idle connections have not.
+  bool spoke() const { return spoke_; }
 
   // ConnectionOptions::restart_session_on_stream_one.
   void set_restart_session_on_stream_one(bool on) { restart_session_on_stream_one_ = on; }
@@ -55,8 +76,10 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   }
 
   // Private, public only for make_shared.
-  ServerConnection(EventLoop& loop, const ServiceTable& services,
-                   std::function<void(ServerConnection*)> on_closed);
+  ServerConnection(EventLoop& loop, const ServiceTable& services, ConnectionLimits limits,
+                   ActivityCounter activity,
+                   std::function<void(ServerConnection*, const Status&)> on_closed,
+                   std::function<void(const Status&)> on_limit);
 
  private:
   struct Call {
@@ -66,12 +89,19 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   void OnFrame(Frame frame);
   void OnRequest(uint32_t stream_id, std::string_view body);
   void OnData(uint32_t stream_id);
-  void OnClosed();
+  void OnClosed(const Status& why);
   void SendResponse(uint32_t stream_id, const Status& status, std::string payload);
+  void MarkActive();
 
   EventLoop& loop_;
   const ServiceTable& services_;
-  std::function<void(ServerConnection*)> on_closed_;
+  ConnectionLimits limits_;
+  std::function<void(ServerConnection*, const Status&)> on_closed_;
+  std::function<void(const Status&)> on_limit_;
+  ActivityCounter activity_;
+  EventLoop::Clock::time_point last_active_;
+  uint64_t activity_seq_ = 0;
+  bool spoke_ = false;
   std::shared_ptr<FramedConnection> framed_;
   std::unordered_map<uint32_t, Call> calls_;
   uint32_t last_request_id_ = 0;

@@ -74,7 +74,13 @@ bool operator==(const ShimConfig& a, const ShimConfig& b) {
          x.criu_image_path == y.criu_image_path && x.criu_work_path == y.criu_work_path &&
          a.shim_cgroup == b.shim_cgroup && a.io_uid == b.io_uid && a.io_gid == b.io_gid &&
          a.log_level == b.log_level && a.sizing == b.sizing && a.start_output == b.start_output &&
-         x.runtime_flags == y.runtime_flags;
+         x.runtime_flags == y.runtime_flags && a.ttrpc == b.ttrpc;
+}
+
+bool operator==(const TtrpcLimits& a, const TtrpcLimits& b) {
+  return a.max_connections == b.max_connections &&
+         a.max_calls_per_connection == b.max_calls_per_connection &&
+         a.partial_frame_timeout_ms == b.partial_frame_timeout_ms;
 }
 
 bool operator==(const PodSizing& a, const PodSizing& b) {
@@ -106,7 +112,20 @@ Status ApplyOptions(const google::protobuf::Any& options, ShimConfig& config) {
     if (!runc.ParseFromString(options.value())) {
       return InvalidArgumentError("runtime options: malformed " + std::string(type));
     }
-    ApplyRuncOptions(runc, config);
+    ShimConfig updated = config;
+    ApplyRuncOptions(runc, updated);
+    // The TOML keys' rules are the one check (an absolute root, a runtime
+    // name, ...): what is stored in the bundle as TOML must read back
+    // (tests/fuzz/config_fuzzer found a relative root that did not).
+    ShimConfig reread;
+    if (Status valid = ApplyToml(ToToml(updated), type, reread); !valid.ok()) {
+      return InvalidArgumentError("runtime options: " + valid.message());
+    }
+    if (!(reread == updated)) {  // e.g. a string TOML cannot carry as it is
+      return InvalidArgumentError("runtime options: " + std::string(type) +
+                                  " holds a value hull's config cannot store");
+    }
+    config = std::move(updated);
     return Status::Ok();
   }
   if (type == kRuncCreateOptionsType) {

@@ -53,6 +53,16 @@ bool operator==(const PodSizing& a, const PodSizing& b);
 // build; the others force one format for daemons hull cannot tell apart.
 enum class StartOutputMode { kAuto, kAddress, kJsonV2, kJsonV3 };
 
+// The [ttrpc] section: the server's limits (docs/ttrpc.md, "Limits"). Read
+// from the config file when the server starts.
+struct TtrpcLimits {
+  uint32_t max_connections = 256;
+  uint32_t max_calls_per_connection = 4096;
+  // 0: no deadline.
+  uint32_t partial_frame_timeout_ms = 10'000;
+};
+bool operator==(const TtrpcLimits& a, const TtrpcLimits& b);
+
 struct ShimConfig {
   // What runs the containers: the `runtime` key is runtime.binary_name.
   RuntimeOptions runtime;
@@ -69,6 +79,7 @@ struct ShimConfig {
   PodSizing sizing;
   // start_output: what `start` prints.
   StartOutputMode start_output = StartOutputMode::kAuto;
+  TtrpcLimits ttrpc;
 };
 
 bool operator==(const ShimConfig& a, const ShimConfig& b);

@@ -178,6 +178,39 @@ std::optional<Status> ApplyTopLevelKey(std::string_view key, const toml::node& n
   return std::nullopt;
 }
 
+// Bounds of the [ttrpc] numbers.
+constexpr uint32_t kMaxTtrpcCount = 1u << 20;
+constexpr uint32_t kMaxPartialFrameTimeoutMs = 3'600'000;  // an hour
+
+Status ApplyTtrpc(const toml::table& table, std::string_view origin, TtrpcLimits& limits) {
+  for (auto&& [name, node] : table) {
+    std::string_view key = name.str();
+    Status applied;
+    if (key == "max_connections") {
+      applied =
+          Assign(GetUint32InRange(node, origin, key, 1, kMaxTtrpcCount), limits.max_connections);
+    } else if (key == "max_calls_per_connection") {
+      applied = Assign(GetUint32InRange(node, origin, key, 1, kMaxTtrpcCount),
+                       limits.max_calls_per_connection);
+    } else if (key == "partial_frame_timeout_ms") {
+      applied = Assign(GetUint32InRange(node, origin, key, 0, kMaxPartialFrameTimeoutMs),
+                       limits.partial_frame_timeout_ms);
+    } else {
+      return Invalid(origin, node, "unknown key \"ttrpc." + std::string(key) + "\"");
+    }
+    HULL_RETURN_IF_ERROR(applied);
+  }
+  return Status::Ok();
+}
+
+toml::table TtrpcTable(const TtrpcLimits& limits) {
+  return toml::table{
+      {"max_connections", static_cast<int64_t>(limits.max_connections)},
+      {"max_calls_per_connection", static_cast<int64_t>(limits.max_calls_per_connection)},
+      {"partial_frame_timeout_ms", static_cast<int64_t>(limits.partial_frame_timeout_ms)},
+  };
+}
+
 // Bounds of the [sizing] numbers: far above any real machine, low enough
 // that sums and MiB-to-byte conversions cannot overflow.
 constexpr uint32_t kMaxVcpus = 4096;
@@ -283,6 +316,7 @@ toml::table SizingTable(const PodSizing& sizing) {
 std::optional<Status> ApplySection(std::string_view name, const toml::table& table,
                                    std::string_view origin, ShimConfig& config) {
   if (name == "sizing") return ApplySizing(table, origin, config.sizing);
+  if (name == "ttrpc") return ApplyTtrpc(table, origin, config.ttrpc);
   if (name == "runsc_config") {
     // Key by key over a lower layer's flags, like the top-level keys.
     return ApplyRuntimeFlags(table, origin, config.runtime.runtime_flags);
@@ -314,10 +348,45 @@ Status ApplyTable(const toml::table& table, std::string_view origin, ShimConfig&
   return Status::Ok();
 }
 
+// toml++ 3 (Debian 12) reaches __builtin_unreachable (undefined behaviour)
+// in is_non_ascii_horizontal_whitespace, which its parser calls on every
+// character it advances over, for any code point of three blocks of its
+// lookup table but the few whitespace ones: U+00A1..U+0499,
+// U+2EEE..U+32E7 (but U+3000) and U+FB06..U+FEFE (found by
+// tests/fuzz/config_fuzzer). Such text is refused before parsing. This
+// refuses, among others, accented Latin letters in config values.
+bool TomlMishandles(char32_t cp) {
+  return (cp >= 0xA1 && cp <= 0x499) || (cp >= 0x2EEE && cp <= 0x32E7 && cp != 0x3000) ||
+         (cp >= 0xFB06 && cp <= 0xFEFE);
+}
+
+// The byte offset of the first such code point (2- and 3-byte UTF-8).
+std::optional<size_t> FindCodePointTomlMishandles(std::string_view text) {
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    char32_t cp = 0;
+    if (byte(i) >= 0xC2 && byte(i) <= 0xDF) {
+      cp = (char32_t{byte(i) & 0x1Fu} << 6) | (byte(i + 1) & 0x3Fu);
+    } else if (byte(i) >= 0xE0 && byte(i) <= 0xEF && i + 2 < text.size()) {
+      cp = (char32_t{byte(i) & 0x0Fu} << 12) | (char32_t{byte(i + 1) & 0x3Fu} << 6) |
+           (byte(i + 2) & 0x3Fu);
+    } else {
+      continue;
+    }
+    if (TomlMishandles(cp)) return i;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Status ApplyToml(std::string_view text, std::string_view origin, ShimConfig& config,
                  bool containerd_keys) {
+  if (std::optional<size_t> at = FindCodePointTomlMishandles(text)) {
+    return InvalidArgumentError(std::string(origin) + ": byte " + std::to_string(*at) +
+                                ": unsupported character (toml++ cannot parse U+00A1-U+0499, "
+                                "U+2EEE-U+32E7 or U+FB06-U+FEFE)");
+  }
   toml::parse_result parsed = toml::parse(text, origin);
   if (!parsed) {
     const toml::parse_error& error = parsed.error();
@@ -351,6 +420,7 @@ std::string ToToml(const ShimConfig& config) {
       {"log_level", std::string(LogLevelName(config.log_level))},
       {"start_output", std::string(StartOutputModeName(config.start_output))},
       {"sizing", SizingTable(config.sizing)},
+      {"ttrpc", TtrpcTable(config.ttrpc)},
   };
   toml::table flags;
   for (const auto& [key, value] : rt.runtime_flags) flags.insert(key, value);

@@ -4,6 +4,8 @@
 // directly, since the logger reads them itself.
 #include <unistd.h>
 
+#include <string>
+
 #include "shim/stdio/drain_waiters_internal.h"
 #include "shim/stdio/process_io_internal.h"
 #include "shim/stdio/pump_internal.h"
@@ -13,8 +15,13 @@ namespace {
 
 class PipeIo final : public ProcessIo {
  public:
-  PipeIo(EventLoop& loop, StdinFifo stdin_fifo, Outputs outputs)
-      : loop_(loop), outputs_(std::move(outputs)), stdin_(std::move(stdin_fifo)), waiters_(loop) {
+  PipeIo(EventLoop& loop, const StdioContext& context, StdinFifo stdin_fifo, Outputs outputs)
+      : loop_(loop),
+        container_id_(context.container_id),
+        on_output_error_(context.on_output_error),
+        outputs_(std::move(outputs)),
+        stdin_(std::move(stdin_fifo)),
+        waiters_(loop) {
     if (outputs_.logger) outputs_.logger->OnExit([this] { CheckDrained(); });
   }
 
@@ -46,10 +53,14 @@ class PipeIo final : public ProcessIo {
   // sees EOF once the process's output is copied (CRI's ExecSync waits for
   // it), not only when the process is deleted.
   void CloseFinishedSinks();
+  // Passes the first error of `pump`'s stream to on_output_error_.
+  void ReportErrors(Pump& pump, const char* stream);
 
   // Member order is destruction order reversed: pumps go before the
   // descriptors they borrow, sinks before the logger that reads them.
   EventLoop& loop_;
+  const std::string container_id_;
+  const std::function<void(const Status&)> on_output_error_;
   Outputs outputs_;
   StdinFifo stdin_;
   // The process's ends, held until the runtime has passed them on.
@@ -111,6 +122,7 @@ void PipeIo::RuntimeStarted() {
       CloseFinishedSinks();
       CheckDrained();
     });
+    ReportErrors(*out_pump_, "stdout");
   }
   if (err_read_) {
     err_pump_ = Pump::Start(loop_, "stderr", err_read_.get(), outputs_.err_fd(), [this](Status) {
@@ -119,7 +131,17 @@ void PipeIo::RuntimeStarted() {
       CloseFinishedSinks();
       CheckDrained();
     });
+    ReportErrors(*err_pump_, "stderr");
   }
+}
+
+void PipeIo::ReportErrors(Pump& pump, const char* stream) {
+  if (!on_output_error_) return;
+  pump.OnFirstError([this, stream](const Status& error, int err) {
+    on_output_error_(Status(error.code(), "container " + container_id_ + ": " + stream + ": " +
+                                              error.message() + " (errno " + std::to_string(err) +
+                                              "); the rest of this stream's output is discarded"));
+  });
 }
 
 void PipeIo::CloseFinishedSinks() {
@@ -161,7 +183,7 @@ bool PipeIo::Drained() const {
 
 Result<std::unique_ptr<ProcessIo>> MakePipeIo(EventLoop& loop, const StdioContext& context,
                                               StdinFifo stdin_fifo, Outputs outputs) {
-  auto io = std::make_unique<PipeIo>(loop, std::move(stdin_fifo), std::move(outputs));
+  auto io = std::make_unique<PipeIo>(loop, context, std::move(stdin_fifo), std::move(outputs));
   HULL_RETURN_IF_ERROR(io->MakePipes(context));
   return std::unique_ptr<ProcessIo>(std::move(io));
 }

@@ -71,4 +71,8 @@ void ProcessIo::Create(EventLoop& loop, Reaper& reaper, const StdioConfig& confi
   });
 }
 
+std::function<void(const Status&)> LogOutputErrors(const Logger& log) {
+  return [&log](const Status& error) { log.Warn("{}", error.ToString()); };
+}
+
 }  // namespace hull::shim

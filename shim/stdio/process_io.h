@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/event_loop.h"
+#include "base/logging.h"
 #include "base/reaper.h"
 #include "shim/backend/backend.h"
 
@@ -31,7 +32,15 @@ struct StdioContext {
   // A logging binary still running when its ProcessIo goes gets SIGTERM, then
   // SIGKILL this much later (containerd's runc shim waits 12 s).
   std::chrono::milliseconds logger_stop_grace{12000};
+  // Told once per output stream about its first error (ENOSPC under a file://
+  // log, a FIFO whose reader went away), when it happens. The stream's output
+  // is discarded from then on and its pipe still drained, so the process
+  // never blocks on it. Optional; the shim logs it.
+  std::function<void(const Status&)> on_output_error;
 };
+
+// An on_output_error that logs a warning to `log` (which must outlive it).
+std::function<void(const Status&)> LogOutputErrors(const Logger& log);
 
 class ProcessIo {
  public:

@@ -51,7 +51,7 @@ void Pump::OnReadable() {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     // A pty master reads EIO once the last slave descriptor is closed: that
     // is its EOF, not an error.
-    if (n < 0 && errno != EIO && error_.ok()) error_ = ErrnoError("read", name_);
+    if (n < 0 && errno != EIO) RecordError(ErrnoError("read", name_), errno);
     source_done_ = true;
     read_watch_.Reset();
     MaybeDone();
@@ -110,8 +110,14 @@ void Pump::Flush() {
   MaybeDone();
 }
 
+void Pump::RecordError(Status status, int err) {
+  if (!error_.ok()) return;
+  error_ = std::move(status);
+  if (on_first_error_) on_first_error_(error_, err);
+}
+
 void Pump::FailSink(int err) {
-  if (error_.ok()) error_ = ErrnoError(err, "write", name_);
+  RecordError(ErrnoError(err, "write", name_), err);
   sink_failed_ = true;
   std::string().swap(pending_);
   pending_offset_ = 0;

@@ -42,6 +42,14 @@ class Pump {
   // Stops reading; what is already buffered is still written, then `done`.
   void Finish();
 
+  // Told about the first read or write error when it happens (a failing sink
+  // would otherwise be reported only at the stream's end, if ever), with the
+  // errno (0 if none). Runs inside a loop callback of the Pump's: it must not
+  // destroy the Pump.
+  void OnFirstError(std::function<void(const Status&, int err)> cb) {
+    on_first_error_ = std::move(cb);
+  }
+
   size_t buffered() const { return pending_.size() - pending_offset_; }
 
  private:
@@ -61,6 +69,7 @@ class Pump {
   // Writes pending bytes until the sink would block or they are gone.
   void Flush();
   void FailSink(int err);
+  void RecordError(Status status, int err);
   void MaybeDone();
 
   EventLoop& loop_;
@@ -75,6 +84,7 @@ class Pump {
   bool source_done_ = false;  // EOF, read error, or Finish
   bool sink_failed_ = false;  // a write failed: discard from now on
   Status error_;
+  std::function<void(const Status&, int)> on_first_error_;
   EventHandle read_watch_;
   EventHandle write_watch_;
   EventHandle done_timer_;

@@ -161,12 +161,16 @@ void PrivateContainerd::StopDaemon(std::chrono::milliseconds grace) {
   daemon_ = {};
 }
 
-bool PrivateContainerd::Restart(std::string* error) {
+void PrivateContainerd::Kill() {
   if (daemon_.pid > 0) {
     ::kill(daemon_.pid, SIGKILL);  // the daemon only: its shims live on
     internal::Reap(daemon_.pid);
     daemon_ = {};
   }
+}
+
+bool PrivateContainerd::Restart(std::string* error) {
+  Kill();
   return Launch(error);
 }
 

@@ -100,6 +100,9 @@ class PrivateContainerd {
   // SIGKILLs containerd and starts it again on the same config and
   // directories; shims keep running, as after a daemon crash.
   bool Restart(std::string* error);
+  // The first half of Restart: SIGKILLs containerd only (its shims live on).
+  // Restart() starts it again.
+  void Kill();
 
   // The last `lines` lines of containerd's log.
   std::string LogTail(size_t lines = 60) const;

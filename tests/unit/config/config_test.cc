@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -66,6 +67,11 @@ max_vcpus = 8
 round_memory_to_even = false
 pod_cgroup_limits = true
 shim_in_pod_cgroup = true
+
+[ttrpc]
+max_connections = 64
+max_calls_per_connection = 100
+partial_frame_timeout_ms = 0
 )";
 
 ShimConfig EveryKey() {
@@ -91,6 +97,9 @@ ShimConfig EveryKey() {
   c.sizing.policy.round_memory_to_even = false;
   c.sizing.pod_cgroup_limits = true;
   c.sizing.shim_in_pod_cgroup = true;
+  c.ttrpc.max_connections = 64;
+  c.ttrpc.max_calls_per_connection = 100;
+  c.ttrpc.partial_frame_timeout_ms = 0;
   return c;
 }
 
@@ -132,6 +141,70 @@ TEST_F(ConfigTest, SizingKeysOneByOne) {
   ASSERT_TRUE(ApplyToml("[sizing]\nshim_in_pod_cgroup = true\n", "test", c).ok());
   EXPECT_TRUE(c.sizing.shim_in_pod_cgroup);
   EXPECT_EQ(c.sizing.policy.overhead_vcpus, 1.0);
+}
+
+TEST_F(ConfigTest, TtrpcKeysOneByOneAndTheirRanges) {
+  ShimConfig c;
+  EXPECT_EQ(c.ttrpc.max_connections, 256u);
+  EXPECT_EQ(c.ttrpc.max_calls_per_connection, 4096u);
+  EXPECT_EQ(c.ttrpc.partial_frame_timeout_ms, 10000u);
+  ASSERT_TRUE(ApplyToml("[ttrpc]\nmax_connections = 1\n", "test", c).ok());
+  EXPECT_EQ(c.ttrpc.max_connections, 1u);
+  EXPECT_EQ(c.ttrpc.max_calls_per_connection, 4096u);
+  for (const char* bad :
+       {"[ttrpc]\nmax_connections = 0\n", "[ttrpc]\nmax_connections = 1048577\n",
+        "[ttrpc]\nmax_calls_per_connection = 0\n", "[ttrpc]\npartial_frame_timeout_ms = -1\n",
+        "[ttrpc]\npartial_frame_timeout_ms = 3600001\n", "[ttrpc]\nmax_conections = 5\n"}) {
+    EXPECT_EQ(ApplyToml(bad, "test", c).code(), Code::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(c.ttrpc.max_connections, 1u);  // refused files change nothing
+}
+
+// Found by tests/fuzz/config_fuzzer: toml++ reaches __builtin_unreachable on
+// such a code point where whitespace may stand.
+TEST_F(ConfigTest, CodePointsTomlPlusPlusMishandlesAreRefused) {
+  ShimConfig c;
+  for (const char* text : {"x = 1\n\xef\xb0\x80y = 2\n", "\xef\xac\x86", "a = \"\xef\xbb\xbe\"\n",
+                           "root = \"/caf\xc3\xa9\"\n", "\xe3\x80\x81 = 1\n"}) {
+    EXPECT_EQ(ApplyToml(text, "test", c).code(), Code::kInvalidArgument) << text;
+  }
+  // Neighbours are fine: U+FB05 and U+049A in a string, U+FEFF (BOM) at the
+  // start.
+  EXPECT_TRUE(ApplyToml("shim_cgroup = \"\xef\xac\x85\"\n", "test", c).ok());
+  EXPECT_TRUE(ApplyToml("shim_cgroup = \"\xd2\x9a\"\n", "test", c).ok());  // U+049A
+  EXPECT_TRUE(ApplyToml("\xef\xbb\xbflog_level = \"info\"\n", "test", c).ok());
+}
+
+// Found by tests/fuzz/config_fuzzer: a relative root was taken from runc's
+// Options and stored in the bundle as TOML that could not be read back.
+TEST_F(ConfigTest, RuncOptionsFollowTheTomlKeysRules) {
+  for (auto set : std::vector<std::function<void(containerd::runc::v1::Options&)>>{
+           [](auto& o) { o.set_root("relative/root"); }, [](auto& o) { o.set_criu_path("criu"); },
+           [](auto& o) { o.set_binary_name("bin/runc"); }}) {
+    containerd::runc::v1::Options o;
+    set(o);
+    ShimConfig c;
+    EXPECT_EQ(ApplyOptions(RuncAny(o), c).code(), Code::kInvalidArgument) << o.DebugString();
+    EXPECT_EQ(c, ShimConfig());  // untouched
+  }
+}
+
+// Found by tests/fuzz/config_fuzzer (runc_options_not_representable): what
+// ApplyOptions accepts must come back from the bundle's TOML unchanged.
+TEST_F(ConfigTest, AcceptedRuncOptionsSurviveTheBundleToml) {
+  const std::string payload(
+      "\x32\x04\x63\x72\x75\x6e\x1a\x06\x0a\x72\x75\x6e\x2f\x01\x42\x0e\x2f\x75\x73\x72\x2f\x73\x62"
+      "\x72\x75\x6e\x2f\x78\x08\x45\x45\x45\x45\x45\x45\x45\x45\x45\x45\x45\x45\x45\x45\x45\x45\x45"
+      "\x20\xe8\x48\x01",
+      50);
+  google::protobuf::Any any;
+  any.set_type_url("containerd.runc.v1.Options");
+  any.set_value(payload);
+  ShimConfig c;
+  if (!ApplyOptions(any, c).ok()) return;  // refused: nothing to store
+  ShimConfig reread;
+  ASSERT_TRUE(ApplyToml(ToToml(c), "bundle", reread).ok());
+  EXPECT_EQ(reread, c);
 }
 
 TEST_F(ConfigTest, EveryKey) {

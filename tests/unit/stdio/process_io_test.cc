@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
+#include <fstream>
 #include <map>
 #include <optional>
 
@@ -270,6 +271,30 @@ TEST_F(ProcessIoTest, FileUriAppendsBothStreamsAndMakesDirectories) {
   EXPECT_EQ(st.st_mode & 0777, 0644u);
   ASSERT_EQ(::stat((dir_ / "logs/sub").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0755u);
+}
+
+TEST_F(ProcessIoTest, FailingSinkIsReportedOnceAndThePipeKeepsDraining) {
+  // /dev/full fails every write with ENOSPC, like a full log disk.
+  std::string log = dir_ / "err.log";
+  std::vector<Status> reported;
+  StdioContext context = Context();
+  context.on_output_error = [&](const Status& s) { reported.push_back(s); };
+  std::ofstream(log).flush();  // a plain path names an existing file
+  auto io = CreateIo({.stdout_path = "/dev/full", .stderr_path = log}, context);
+  ASSERT_TRUE(io.has_value()) << io.error().ToString();
+  // 1 MiB is far more than the pipe holds: the writer finishes only if the
+  // shim keeps reading after the sink failed.
+  pid_t pid = Run((*io)->runtime_stdio(), "head -c 1048576 /dev/zero; echo more; echo alive >&2");
+  (*io)->RuntimeStarted();
+  ASSERT_TRUE(RunUntil([&] { return Exited(pid); }));
+  ASSERT_TRUE(DrainNow(**io));
+  EXPECT_EQ(exits_[pid], 0);
+  EXPECT_EQ(ReadFile(log), "alive\n");
+  ASSERT_EQ(reported.size(), 1u);  // the first error only, and only stdout's
+  EXPECT_EQ(reported[0].code(), Code::kResourceExhausted);
+  const std::string& message = reported[0].message();
+  EXPECT_NE(message.find("container c1: stdout:"), std::string::npos) << message;
+  EXPECT_NE(message.find("errno " + std::to_string(ENOSPC)), std::string::npos) << message;
 }
 
 TEST_F(ProcessIoTest, PlainPathToARegularFileIsAppended) {
