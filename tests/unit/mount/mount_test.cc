@@ -64,7 +64,12 @@ class MountTest : public ::testing::Test {
   void TearDown() override {
     if (root_.empty()) return;
     EXPECT_TRUE(UnmountAll(root_.string()).ok());
-    fs::remove_all(root_);
+    // The tmpfs on root_ itself, if still there: the directory lives on the
+    // host's /tmp and must go with it (it was left behind, empty, before).
+    ::umount2(root_.c_str(), MNT_DETACH);
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+    EXPECT_FALSE(fs::exists(root_)) << root_;
   }
 
   fs::path MakeDir(const std::string& name, const std::string& file = "",
