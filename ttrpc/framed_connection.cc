@@ -181,6 +181,16 @@ void FramedConnection::OnFrameDeadline(uint64_t frame_count) {
 }
 
 void FramedConnection::FinishDrain() {
+  // Every reply is written. Closing a unix socket that still has unread
+  // input resets the peer (ECONNRESET), which can cost it replies it has not
+  // read yet (containerd then fails a ShutdownSandbox with "ttrpc: closed"):
+  // say we are done writing, then drop what the peer sent meanwhile.
+  if (io_ == Io::kSocket && fd_) {
+    ::shutdown(fd_.get(), SHUT_WR);
+    char discard[4096];
+    for (int i = 0; i < 256 && ReadSome(discard, sizeof discard) > 0; ++i) {
+    }
+  }
   Fail(Status::Ok());
 }
 

@@ -108,23 +108,9 @@ class SandboxApiTest : public ::testing::Test {
 
   std::string StartContainer(const std::string& pod, const json& pod_config,
                              const std::string& name) {
-    json config = {{"metadata", {{"name", name}}},
-                   {"image", {{"image", kBusybox}}},
-                   {"command",
-                    {"sh", "-c",
-                     "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; "
-                     "exec sleep 3600"}},
-                   {"log_path", name + ".log"},
-                   {"linux", json::object()}};
-    CriReply created =
-        cri_->Call("CreateContainer",
-                   {{"pod_sandbox_id", pod}, {"config", config}, {"sandbox_config", pod_config}});
-    EXPECT_TRUE(created.ok) << created.error << "\n" << containerd_->LogTail();
-    if (!created.ok) return "";
-    std::string id = created.body.value("container_id", "");
-    CriReply started = cri_->Call("StartContainer", {{"container_id", id}});
-    EXPECT_TRUE(started.ok) << started.error << "\n" << containerd_->LogTail();
-    return id;
+    CriReply run = cri_->RunContainer(pod, pod_config, BusyboxContainerConfig(name, kBusybox));
+    EXPECT_TRUE(run.ok) << run.error << "\n" << containerd_->LogTail();
+    return run.ok ? run.body.value("container_id", "") : "";
   }
 
   // The shim bundle of `id`: containerd 2.x keeps sandbox bundles apart from

@@ -44,19 +44,7 @@ ApiReply ContainerdClient::Call(std::string_view service, std::string_view metho
   // The child gets a little longer than its own call deadline.
   CommandResult r = RunCommand(Argv(service, method, timeout, request),
                                timeout + std::chrono::seconds(15), "", ClientEnv());
-  ApiReply reply;
-  if (!r.ok()) {
-    reply.error = r.err.empty() ? r.Describe() : r.err;
-    while (!reply.error.empty() && reply.error.back() == '\n') reply.error.pop_back();
-    return reply;
-  }
-  reply.body = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
-  if (reply.body.is_discarded()) {
-    reply.error = "containerd_client.py printed no JSON: " + r.out;
-    return reply;
-  }
-  reply.ok = true;
-  return reply;
+  return JsonReplyOf(r, "containerd_client.py");
 }
 
 std::unique_ptr<BackgroundCommand> ContainerdClient::CallInBackground(

@@ -14,15 +14,13 @@
 #include <string>
 #include <string_view>
 
+#include "tests/integration/cri/cri_client.h"
 #include "tests/integration/harness/command.h"
 
 namespace hull::itest {
 
-struct ApiReply {
-  bool ok = false;
-  nlohmann::json body;  // the response, when ok
-  std::string error;    // "FAILED_PRECONDITION: ...", or what went wrong running the client
-};
+// "FAILED_PRECONDITION: ..." in error, or what went wrong running the client.
+using ApiReply = JsonReply;
 
 class ContainerdClient {
  public:

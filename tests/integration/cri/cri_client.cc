@@ -36,19 +36,7 @@ CriReply CriClient::Call(std::string_view method, const nlohmann::json& request,
   // The child gets a little longer than its own call deadline.
   CommandResult r =
       RunCommand(argv, timeout + std::chrono::seconds(15), request.dump(), ClientEnv());
-  CriReply reply;
-  if (!r.ok()) {
-    reply.error = r.err.empty() ? r.Describe() : r.err;
-    while (!reply.error.empty() && reply.error.back() == '\n') reply.error.pop_back();
-    return reply;
-  }
-  reply.body = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
-  if (reply.body.is_discarded()) {
-    reply.error = "cri_client.py printed no JSON: " + r.out;
-    return reply;
-  }
-  reply.ok = true;
-  return reply;
+  return JsonReplyOf(r, "cri_client.py");
 }
 
 std::string EncodeCriMessage(std::string_view message, const nlohmann::json& value,
@@ -87,6 +75,42 @@ std::string DecodeBase64(std::string_view text) {
     }
   }
   return out;
+}
+
+JsonReply JsonReplyOf(const CommandResult& r, std::string_view program) {
+  JsonReply reply;
+  if (!r.ok()) {
+    reply.error = r.err.empty() ? r.Describe() : r.err;
+    while (!reply.error.empty() && reply.error.back() == '\n') reply.error.pop_back();
+    return reply;
+  }
+  reply.body = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  if (reply.body.is_discarded()) {
+    reply.error = std::string(program) + " printed no JSON: " + r.out;
+    return reply;
+  }
+  reply.ok = true;
+  return reply;
+}
+
+nlohmann::json BusyboxContainerConfig(const std::string& name, std::string_view image) {
+  return {{"metadata", {{"name", name}}},
+          {"image", {{"image", image}}},
+          {"command",
+           {"sh", "-c", "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; exec sleep 3600"}},
+          {"log_path", name + ".log"},
+          {"linux", nlohmann::json::object()}};
+}
+
+CriReply CriClient::RunContainer(const std::string& pod, const nlohmann::json& pod_config,
+                                 const nlohmann::json& config) const {
+  CriReply created =
+      Call("CreateContainer",
+           {{"pod_sandbox_id", pod}, {"config", config}, {"sandbox_config", pod_config}});
+  if (!created.ok) return created;
+  CriReply started =
+      Call("StartContainer", {{"container_id", created.body.value("container_id", "")}});
+  return started.ok ? created : started;
 }
 
 }  // namespace hull::itest

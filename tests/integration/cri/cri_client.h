@@ -11,13 +11,26 @@
 #include <string>
 #include <string_view>
 
+#include "tests/integration/harness/command.h"
+
 namespace hull::itest {
 
-struct CriReply {
+// The answer of a Python client that prints the response as JSON (CRI's
+// here, containerd's API in containerd_api/).
+struct JsonReply {
   bool ok = false;
   nlohmann::json body;  // the response, when ok
   std::string error;    // "NOT_FOUND: ...", or what went wrong running the client
 };
+using CriReply = JsonReply;
+
+// `r`, the run of client `program`, as a reply.
+JsonReply JsonReplyOf(const CommandResult& r, std::string_view program);
+
+// The busybox container the CRI tests run: some CPU work first, so that
+// every runtime's CPU accounting (gVisor's counts whole ticks) shows usage,
+// then a long sleep.
+nlohmann::json BusyboxContainerConfig(const std::string& name, std::string_view image);
 
 class CriClient {
  public:
@@ -26,6 +39,10 @@ class CriClient {
 
   CriReply Call(std::string_view method, const nlohmann::json& request = nlohmann::json::object(),
                 std::chrono::milliseconds timeout = std::chrono::minutes(2)) const;
+  // CreateContainer with `config` in `pod`, then StartContainer: the reply
+  // of the step that failed, else CreateContainer's (body.container_id).
+  CriReply RunContainer(const std::string& pod, const nlohmann::json& pod_config,
+                        const nlohmann::json& config) const;
 
  private:
   std::string socket_;
