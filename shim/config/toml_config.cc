@@ -330,6 +330,25 @@ bool IsContainerdKey(std::string_view key) {
   return key == "TypeUrl" || key == "ConfigPath";
 }
 
+// The runtime's basename names runsc ("runsc", "/usr/local/bin/runsc-x",
+// ...), as the backend's flavour rule reads it (docs/config.md).
+bool NamesRunsc(std::string_view runtime) {
+  size_t slash = runtime.rfind('/');
+  std::string_view base = slash == std::string_view::npos ? runtime : runtime.substr(slash + 1);
+  return base.substr(0, 5) == "runsc";
+}
+
+// A file with a [runsc_config] section that names no runtime is gVisor's
+// runsc.toml (Monogon's, for one: `root` and [runsc_config] only), and
+// gVisor's shim runs runsc when `binary_name` is absent: so does hull, unless
+// a lower layer already named a runsc binary.
+void ImplyRunsc(const toml::table& table, ShimConfig& config) {
+  const toml::node* section = table.get("runsc_config");
+  if (section == nullptr || !section->is_table()) return;
+  if (table.contains("runtime") || table.contains("binary_name")) return;
+  if (!NamesRunsc(config.runtime.binary_name)) config.runtime.binary_name = "runsc";
+}
+
 Status ApplyTable(const toml::table& table, std::string_view origin, ShimConfig& config,
                   bool containerd_keys) {
   for (auto&& [name, node] : table) {
@@ -345,6 +364,7 @@ Status ApplyTable(const toml::table& table, std::string_view origin, ShimConfig&
     if (node.is_table()) return Invalid(origin, node, "unknown section [" + std::string(key) + "]");
     return Invalid(origin, node, "unknown key \"" + std::string(key) + "\"");
   }
+  ImplyRunsc(table, config);
   return Status::Ok();
 }
 

@@ -310,6 +310,45 @@ debug_log = "/var/log/runsc/%ID%/"
   EXPECT_TRUE(empty.runtime.runtime_flags.empty());
 }
 
+// gVisor's runsc.toml as Monogon ships it: no binary_name, gVisor's shim
+// then runs runsc; hull's handler reading the same file must too.
+TEST_F(ConfigTest, RunscConfigWithoutRuntimeMeansRunsc) {
+  const char* monogon = R"(root = "/ephemeral/containerd/runsc"
+[runsc_config]
+debug = "false"
+log = "/ephemeral/containerd/runsc-logs.fifo"
+)";
+  ShimConfig c;  // /etc/hull/config.toml's runtime = "runc"
+  ASSERT_EQ(c.runtime.binary_name, "runc");
+  Status s = ApplyToml(monogon, "runsc.toml", c);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(c.runtime.binary_name, "runsc");
+  EXPECT_EQ(c.runtime.root, "/ephemeral/containerd/runsc");
+  EXPECT_EQ(c.runtime.runtime_flags.at("log"), "/ephemeral/containerd/runsc-logs.fifo");
+
+  // A runsc path a lower layer named stays.
+  ShimConfig path;
+  path.runtime.binary_name = "/opt/gvisor/bin/runsc";
+  ASSERT_TRUE(ApplyToml(monogon, "runsc.toml", path).ok());
+  EXPECT_EQ(path.runtime.binary_name, "/opt/gvisor/bin/runsc");
+
+  // A runtime named in the same file wins, under either name.
+  for (const char* text : {"runtime = \"crun\"\n[runsc_config]\nx = \"y\"\n",
+                           "binary_name = \"crun\"\n[runsc_config]\n"}) {
+    ShimConfig named;
+    ASSERT_TRUE(ApplyToml(text, "test", named).ok()) << text;
+    EXPECT_EQ(named.runtime.binary_name, "crun") << text;
+  }
+  // No [runsc_config]: no runsc.
+  ShimConfig plain;
+  ASSERT_TRUE(ApplyToml("root = \"/run/x\"\n", "test", plain).ok());
+  EXPECT_EQ(plain.runtime.binary_name, "runc");
+  // A bad file changes nothing, the implied runtime included.
+  ShimConfig bad;
+  EXPECT_FALSE(ApplyToml("[runsc_config]\nx = 1.5\n", "test", bad).ok());
+  EXPECT_EQ(bad.runtime.binary_name, "runc");
+}
+
 TEST_F(ConfigTest, RunscConfigBadNamesAndTypesNameTheFileAndLine) {
   struct Bad {
     const char* text;
