@@ -74,14 +74,6 @@ OciCliBackend::~OciCliBackend() {
   }
 }
 
-void OciCliBackend::PrepareSandbox(const SandboxRequest&, Done done) {
-  PostDone(std::move(done), Status());
-}
-
-void OciCliBackend::TeardownSandbox(Done done) {
-  PostDone(std::move(done), Status());
-}
-
 void OciCliBackend::Release(const std::string& id) {
   containers_.erase(id);
 }
