@@ -129,8 +129,12 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
     std::ofstream(wrapper) << "#!/bin/sh\nHULL_CONFIG=" << runsc_config << " exec " << HullShimDir()
                            << "/containerd-shim-hull-v2 \"$@\"\n";
     fs::permissions(wrapper, fs::perms::owner_all);
-    return table + "hull-shim]\n  runtime_type = \"io.containerd.hull.v2\"\n" +
-           "  sandboxer = \"shim\"\n" + table + "hull-runsc-shim]\n  runtime_type = \"" + wrapper +
+    // "hull-runc-type": hull installed under the runc runtime type (podsandbox
+    // sandboxer), the only way CRI 2.1.5 introspects its features.
+    return table + "hull-runc-type]\n  runtime_type = \"io.containerd.runc.v2\"\n" +
+           "  runtime_path = \"" + HullShimDir() + "/containerd-shim-hull-v2\"\n" + table +
+           "hull-shim]\n  runtime_type = \"io.containerd.hull.v2\"\n" + "  sandboxer = \"shim\"\n" +
+           table + "hull-runsc-shim]\n  runtime_type = \"" + wrapper +
            "\"\n  sandboxer = \"shim\"\n";
   }
   std::string RunscRoot() const { return config_dir_ + "/runsc"; }
@@ -369,6 +373,38 @@ TEST_P(SandboxApiTest, PodSurvivesAContainerdRestart) {
   EXPECT_EQ(DecodeBase64(exec.body.value("stdout", "")), "sbrestart\n");
 
   RemovePodAndCheckNothingLeft(pod);
+}
+
+// containerd 2.1.5's CRI asks a runtime handler for its OCI runtime features
+// (`-info`) only when its runtime_type is io.containerd.runc.v2, and logs why
+// it skipped the others: a hull handler of its own type (or a path) reports
+// no features to CRI's Status (no recursive read-only mounts, no user
+// namespaces), while hull under the runc type (runtime_path) reports what its
+// `-info` says (docs/start-delete.md, "-info").
+TEST_P(SandboxApiTest, CriIntrospectsOnlyTheRuncRuntimeType) {
+  const std::string handler = GetParam().handler;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return containerd_->LogTail(100000).find("failed to introspect features of runtime \\\"" +
+                                                 handler + "\\\"") != std::string::npos;
+      },
+      10s))
+      << "no introspection line for " << handler << " in containerd's log";
+  CriReply status = cri_->Call("Status", {{"verbose", false}});
+  ASSERT_TRUE(status.ok) << status.error;
+  json ours, runc_type;
+  for (const json& h : status.body.value("runtime_handlers", json::array())) {
+    if (h.value("name", "") == handler) ours = h;
+    if (h.value("name", "") == "hull-runc-type") runc_type = h;
+  }
+  ASSERT_TRUE(ours.is_object()) << status.body.dump();
+  EXPECT_FALSE(ours.contains("features")) << ours.dump();
+  ASSERT_TRUE(runc_type.is_object()) << status.body.dump();
+  // runc 1.1.5's features (through hull's -info) list "rro", and this
+  // host's kernel (6.x) has mount_setattr.
+  EXPECT_TRUE(runc_type.contains("features") &&
+              runc_type["features"].value("recursive_read_only_mounts", false))
+      << runc_type.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Handlers, SandboxApiTest,
