@@ -5,9 +5,11 @@
 // comes from the harness (Containerd2Dir: $HULL_CONTAINERD2_DIR or the
 // tarball in ../shared/containerd-2/); skips with one line without it.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -106,7 +108,15 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
     }
     containerd_.reset();  // kills what is left
     for (const std::string& socket : sockets) ::unlink(socket.c_str());
-    if (!cgroup_parent_.empty()) RemoveCgroupParent(cgroup_parent_);
+    // Containers containerd killed at its teardown leave their cgroups
+    // below the pod's parent: the deepest first, then the parent.
+    if (!cgroup_parent_.empty()) {
+      std::vector<std::string> left = CgroupsUnder(cgroup_parent_);
+      std::sort(left.begin(), left.end(),
+                [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+      for (const std::string& dir : left) ::rmdir(dir.c_str());
+      RemoveCgroupParent(cgroup_parent_);
+    }
     if (!config_dir_.empty()) fs::remove_all(config_dir_, ec);
   }
 
@@ -373,6 +383,33 @@ TEST_P(SandboxApiTest, PodSurvivesAContainerdRestart) {
   EXPECT_EQ(DecodeBase64(exec.body.value("stdout", "")), "sbrestart\n");
 
   RemovePodAndCheckNothingLeft(pod);
+}
+
+// The server ends (SIGTERM) while its pod runs, before ShutdownSandbox: what
+// holds the pod goes with it (runc: the pause process dies with its parent;
+// runsc: the server kills the gVisor sandbox and force-deletes it and its
+// containers in runsc). What containerd then does with the pod's containers
+// is containerd's (the harness's teardown ends them).
+TEST_P(SandboxApiTest, AServerThatEndsTakesItsSandboxAlong) {
+  const json pod_config = PodConfig("sbterm");
+  const std::string pod = RunPod(pod_config);
+  ASSERT_FALSE(pod.empty());
+  const std::string c1 = StartContainer(pod, pod_config, "one");
+  ASSERT_FALSE(c1.empty());
+  std::vector<pid_t> shims = HullShims();
+  ASSERT_EQ(shims.size(), 1u);
+  const std::string bundle = Bundle(pod);
+  ASSERT_EQ(::kill(shims[0], SIGTERM), 0);
+  EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 20s)) << "the server did not end";
+  EXPECT_TRUE(HullProcesses(/*pause=*/true).empty()) << "a pause process outlived its server";
+  EXPECT_TRUE(RunscSandboxes(pod).empty()) << "a gVisor sandbox outlived its server\n"
+                                           << containerd_->LogTail(100);
+  EXPECT_FALSE(fs::exists(bundle + "/hull-sandbox"));
+  if (runsc()) {
+    CommandResult list = RunscList();
+    EXPECT_EQ(list.out.find(pod), std::string::npos) << list.out;
+    EXPECT_EQ(list.out.find(c1), std::string::npos) << list.out;
+  }
 }
 
 // containerd 2.1.5's CRI asks a runtime handler for its OCI runtime features

@@ -72,6 +72,7 @@ OciCliBackend::~OciCliBackend() {
     running.command.reset();  // kills the runtime process
     running.done(ContainerDeleted(running.id), CommandResult{});
   }
+  if (sandbox_) DestroySandboxNow();
 }
 
 void OciCliBackend::Release(const std::string& id) {

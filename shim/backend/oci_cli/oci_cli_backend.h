@@ -158,6 +158,10 @@ class OciCliBackend final : public Backend {
     std::string dir;
   };
   std::optional<SandboxContainer> sandbox_;
+  // From the destructor: the server ends with the pod's sandbox still there
+  // (SIGTERM before ShutdownSandbox). Blocks, with the loop no longer
+  // running: `delete --force` of its containers and of it, and its bundle.
+  void DestroySandboxNow();
 
   EventLoop& loop_;
   Reaper& reaper_;

@@ -11,20 +11,26 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
 #include "base/file_util.h"
 #include "shim/backend/oci_cli/oci_cli_backend.h"
+#include "shim/backend/oci_cli/run_blocking.h"
 
 namespace hull::shim::oci_cli {
 namespace {
 
 constexpr const char* kSandboxDir = "hull-sandbox";
 constexpr const char* kPauseName = "hull-pause";
+// Each blocking `delete --force` at server exit (containerd allows a shim's
+// shutdown a few seconds).
+constexpr std::chrono::seconds kDeleteNowTimeout{2};
 
 // hull-pause beside the running binary (the shim: both sit in the same bin/).
 Result<std::string> PauseBinary() {
@@ -155,6 +161,45 @@ void OciCliBackend::TeardownSandbox(Done done) {
     RemoveSandboxBundle(sandbox.dir);
     done(s.WithContext("delete the pod's sandbox " + sandbox.id));
   });
+}
+
+void OciCliBackend::DestroySandboxNow() {
+  // The sandbox process and runsc's gofer are children of this server (its
+  // subreaper), and the loop's reaper no longer runs: `runsc delete --force`
+  // would wait for them to go and see zombies. So kill the sandbox and reap
+  // what exits first; the server is ending, every exit is its own.
+  Result<std::string> text = ReadFile(sandbox_->dir + "/sandbox.pid");
+  const pid_t pid = text ? static_cast<pid_t>(std::strtol(text->c_str(), nullptr, 10)) : 0;
+  if (pid > 0) ::kill(pid, SIGKILL);
+  const auto deadline = std::chrono::steady_clock::now() + kDeleteNowTimeout;
+  auto quiet_since = std::chrono::steady_clock::now();
+  bool sandbox_reaped = pid <= 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pid_t reaped = ::waitpid(-1, nullptr, WNOHANG);
+    if (reaped < 0) break;  // no child left
+    if (reaped > 0) {
+      sandbox_reaped = sandbox_reaped || reaped == pid;
+      quiet_since = std::chrono::steady_clock::now();
+      continue;
+    }
+    // The gofer follows the sandbox shortly.
+    if (sandbox_reaped &&
+        std::chrono::steady_clock::now() - quiet_since > std::chrono::milliseconds(200)) {
+      break;
+    }
+    ::usleep(10 * 1000);
+  }
+  std::vector<std::string> ids;
+  for (const auto& [id, entry] : containers_) {
+    if (entry.joined) ids.push_back(id);
+  }
+  ids.push_back(sandbox_->id);  // the sandbox last
+  for (const std::string& id : ids) {
+    // Best effort: the server is ending and nobody is left to tell.
+    (void)RunBlocking(argv_.Delete(id, /*force=*/true), kDeleteNowTimeout);
+  }
+  RemoveSandboxBundle(sandbox_->dir);
+  sandbox_.reset();
 }
 
 }  // namespace hull::shim::oci_cli
