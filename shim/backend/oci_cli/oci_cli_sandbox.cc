@@ -1,96 +1,28 @@
 // OciCliBackend's Sandbox API calls: the pod's sandbox container for a runtime
 // whose pod runs in a sandbox process of its own (runsc's gVisor sandbox).
 // containerd's shim sandboxer sends no pause image and no rootfs, so hull
-// makes the sandbox container's bundle itself, in <pod bundle>/hull-sandbox:
-// a root filesystem holding only hull-pause (copied from beside the shim's
-// binary), and the pod's spec from oci::BuildPauseSpec with the bind mounts
-// dropped (their sources, CRI's sandbox files, do not exist in shim mode, and
-// hull-pause needs none). The container's id is the sandbox id, so the app
+// makes the sandbox container's bundle itself (sandbox_bundle.h) and creates
+// it with runsc like any container. The container's id is the sandbox id, so the app
 // containers, whose specs name it as their io.kubernetes.cri.sandbox-id, join
 // it as they join a pause container. docs/sandbox-api.md.
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
-#include <system_error>
 
 #include "base/file_util.h"
 #include "shim/backend/oci_cli/oci_cli_backend.h"
 #include "shim/backend/oci_cli/run_blocking.h"
+#include "shim/backend/oci_cli/sandbox_bundle.h"
 
 namespace hull::shim::oci_cli {
 namespace {
 
-constexpr const char* kSandboxDir = "hull-sandbox";
-constexpr const char* kPauseName = "hull-pause";
 // Each blocking `delete --force` at server exit (containerd allows a shim's
 // shutdown a few seconds).
 constexpr std::chrono::seconds kDeleteNowTimeout{2};
-
-// hull-pause beside the running binary (the shim: both sit in the same bin/).
-Result<std::string> PauseBinary() {
-  std::error_code ec;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return ErrnoError("readlink", "/proc/self/exe");
-  std::string path = (self.parent_path() / kPauseName).string();
-  if (::access(path.c_str(), X_OK) != 0) {
-    return NotFoundError(std::string(kPauseName) + " (PID 1 of the pod's sandbox) not found at " +
-                         path + ": install it beside the shim");
-  }
-  return path;
-}
-
-// The spec of the sandbox container: the pod's, running /pause from a
-// read-only root, without bind mounts.
-oci::Spec SandboxSpec(oci::Spec spec) {
-  oci::SpecJson& doc = spec.mutable_json();
-  doc["process"]["args"] = oci::SpecJson::array({"/pause"});
-  doc["process"]["cwd"] = "/";
-  // runsc gives the sandbox process the lowest oom_score_adj of its
-  // containers; the pause spec's -998 made `runsc start` fail here
-  // ("setting oom_score_adj ...: permission denied", measured).
-  doc["process"].erase("oomScoreAdj");
-  doc["root"] = {{"path", "rootfs"}, {"readonly", true}};
-  if (auto mounts = doc.find("mounts"); mounts != doc.end() && mounts->is_array()) {
-    oci::SpecJson kept = oci::SpecJson::array();
-    for (const auto& m : *mounts) {
-      if (m.is_object() && m.value("type", "") != "bind") kept.push_back(m);
-    }
-    *mounts = std::move(kept);
-  }
-  return spec;
-}
-
-// Writes the sandbox container's bundle under `pod_bundle`; its path.
-Result<std::string> WriteSandboxBundle(const std::string& pod_bundle, const oci::Spec& spec) {
-  HULL_ASSIGN_OR_RETURN(std::string pause, PauseBinary());
-  const std::string dir = pod_bundle + "/" + kSandboxDir;
-  // 0711: runsc's sandbox, without capabilities, must reach the root.
-  for (const std::string& d : {dir, dir + "/rootfs"}) {
-    if (::mkdir(d.c_str(), 0711) != 0 && errno != EEXIST) return ErrnoError("mkdir", d);
-  }
-  std::error_code ec;
-  std::filesystem::copy_file(pause, dir + "/rootfs/pause",
-                             std::filesystem::copy_options::overwrite_existing, ec);
-  if (ec) {
-    return InternalError("copy " + pause + " to " + dir + "/rootfs/pause: " + ec.message());
-  }
-  if (::chmod((dir + "/rootfs/pause").c_str(), 0755) != 0) {
-    return ErrnoError("chmod", dir + "/rootfs/pause");
-  }
-  HULL_RETURN_IF_ERROR(WriteFileAtomic(dir + "/config.json", SandboxSpec(spec).Dump()));
-  return dir;
-}
-
-void RemoveSandboxBundle(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
-}
 
 }  // namespace
 
@@ -100,11 +32,10 @@ void OciCliBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
     return PostDone(std::move(done),
                     AlreadyExistsError("the pod's sandbox " + sandbox_->id + " exists"));
   }
-  Result<std::string> dir = WriteSandboxBundle(req.bundle, *req.spec);
-  if (!dir) {
-    RemoveSandboxBundle(req.bundle + "/" + kSandboxDir);
-    return PostDone(std::move(done), dir.error().WithContext("sandbox bundle"));
-  }
+  Result<std::string> pause = PauseBinaryBesideSelf();
+  Result<std::string> dir =
+      pause ? WriteSandboxBundle(req.bundle, *req.spec, *pause) : Result<std::string>(pause);
+  if (!dir) return PostDone(std::move(done), dir.error().WithContext("sandbox bundle"));
   sandbox_ = SandboxContainer{.id = req.id, .dir = *dir};
   CreateRequest create{.id = req.id, .bundle = *dir, .pid_file = *dir + "/sandbox.pid"};
   Create(create, [this, done = std::move(done)](Status s) {
