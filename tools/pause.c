@@ -1,7 +1,10 @@
-/* The pause program of hull's test images: PID 1 of a pod's sandbox container.
+/* The pause program of hull's test images (PID 1 of a pod's sandbox container),
+ * and hull-pause, PID 1 of the gVisor sandbox of a runsc pod made through the
+ * Sandbox API (docs/sandbox-api.md).
  * It holds the pod's namespaces open, reaps children it inherits when the pod
  * shares one PID namespace, and exits 0 on SIGTERM or SIGINT, as the
- * Kubernetes pause container does. Built by tools/mkimage with gcc -static. */
+ * Kubernetes pause container does. Built by tools/mkimage with gcc -static,
+ * and as hull-pause by shim/CMakeLists.txt. */
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>

@@ -25,6 +25,7 @@
 #include "base/reaper.h"
 #include "base/status.h"
 #include "oci/sizing.h"
+#include "oci/spec.h"
 
 namespace google::protobuf {
 class Any;
@@ -63,6 +64,12 @@ struct SandboxRequest {
   std::string id;      // the pod (the pause container's id, or the sandbox id)
   std::string bundle;  // the pause container's (or sandbox's) bundle
   std::optional<oci::PodSize> size;
+  // Set by the Sandbox API (containerd 2.x, sandboxer "shim") only: the pod's
+  // spec (oci::BuildPauseSpec), for a pod that gets no pause container
+  // through the Task API. A backend whose pod runs in a sandbox process of
+  // its own (RunsSandboxProcess: runsc's gVisor sandbox) creates it from
+  // this spec; the others ignore it.
+  std::optional<oci::Spec> spec;
 };
 
 struct CreateRequest {
@@ -106,10 +113,27 @@ class Backend {
 
   // The pod, before its first container is created (the vm backend boots
   // its VM here; the OCI CLI runtimes have nothing to do: their sandbox is
-  // the pause container).
+  // the pause container), or at CreateSandbox (`req.spec` set; runsc
+  // creates the pod's gVisor sandbox from it).
   virtual void PrepareSandbox(const SandboxRequest& req, Done done) = 0;
-  // The pod, after its last container is deleted.
+  // The pod, after its last container is deleted (or at ShutdownSandbox):
+  // nothing of the sandbox is left after it.
   virtual void TeardownSandbox(Done done) = 0;
+
+  // ---- the Sandbox API's sandbox process ----
+  // True when the pod's sandbox is a process of the backend's own that
+  // PrepareSandbox created from SandboxRequest::spec (runsc: the gVisor
+  // sandbox, with hull-pause as its PID 1): SandboxService then starts and
+  // stops it with the two calls below. False (runc, crun): hull's pause
+  // process holds the pod's namespaces and the two calls are never made.
+  virtual bool RunsSandboxProcess() const { return false; }
+  // Starts the sandbox: `done(pid of the sandbox process)`, and later
+  // `on_exit(exit status)` once, when it ends.
+  virtual void StartSandbox(std::function<void(int exit_status)> on_exit,
+                            std::function<void(Result<pid_t>)> done);
+  // Ends the sandbox's processes (SIGKILL); the exit still reaches
+  // StartSandbox's `on_exit`. `done` once the signal is sent.
+  virtual void StopSandbox(Done done);
   // Forgets what the backend keeps for container `id` (deleted). Calls for it
   // still running are answered as they finish.
   virtual void Release(const std::string& id) = 0;

@@ -82,7 +82,8 @@ Result<Backend*> Pod::BackendFor(const ShimConfig& config) {
 }
 
 void Pod::Admit(const std::string& id, const std::string& bundle, const oci::Spec& spec,
-                const ShimConfig& config, std::function<void(Result<Admission>)> done) {
+                const ShimConfig& config, std::function<void(Result<Admission>)> done,
+                bool sandbox_api) {
   auto fail = [this, &done](Status status) {
     ctx_.loop.Post([done = std::move(done), status = std::move(status)] { done(status); });
   };
@@ -99,6 +100,7 @@ void Pod::Admit(const std::string& id, const std::string& bundle, const oci::Spe
         [done = std::move(done), admission = std::move(admission)] { done(std::move(admission)); });
   }
   SandboxRequest req{.id = id, .bundle = bundle, .size = admission.size};
+  if (sandbox_api) req.spec = spec;
   std::weak_ptr<bool> alive = alive_;
   (*backend)->PrepareSandbox(req, [this, alive, admission = std::move(admission),
                                    done = std::move(done)](Status status) mutable {

@@ -68,9 +68,12 @@ class Pod {
   // cleanup record in their bundle. Makes the backend for the first
   // container (FailedPrecondition for a later one that asks for another
   // runtime) and prepares the sandbox before the first container is
-  // created. Answers on a later loop turn.
+  // created. Answers on a later loop turn. `sandbox_api`: `spec` is the
+  // pod's own (CreateSandbox), handed to PrepareSandbox for a backend that
+  // makes the pod's sandbox from it.
   void Admit(const std::string& id, const std::string& bundle, const oci::Spec& spec,
-             const ShimConfig& config, std::function<void(Result<Admission>)> done);
+             const ShimConfig& config, std::function<void(Result<Admission>)> done,
+             bool sandbox_api = false);
 
   // The Sandbox API holds the pod's sandbox from CreateSandbox to
   // ShutdownSandbox: while held, the sandbox outlives the pod's last

@@ -97,7 +97,10 @@ SandboxService::~SandboxService() {
   *alive_ = false;
   // The pause process must not outlive the server (it also has
   // PR_SET_PDEATHSIG).
-  if (state_ == SandboxState::kReady && pid_ > 0) pause_->Kill(pid_);
+  // (The backend's sandbox goes with the backend's owner, the Pod.)
+  if (state_ == SandboxState::kReady && pid_ > 0 && !backend_->RunsSandboxProcess()) {
+    pause_->Kill(pid_);
+  }
 }
 
 void SandboxService::RegisterWith(ttrpc::Server& server) {
@@ -178,40 +181,61 @@ void SandboxService::Create(const sb::CreateSandboxRequest& r,
   bundle_ = r.bundle_path();
   spec_ = *spec;
   std::weak_ptr<bool> alive = alive_;
-  pod_.Admit(id, bundle_, *spec, *config,
-             [this, alive, what, done = std::move(done)](Result<Pod::Admission> admission) {
-               if (alive.expired()) return done(UnavailableError("shim is shutting down"));
-               creating_ = false;
-               if (!admission) {
-                 id_.clear();
-                 spec_.reset();
-                 return done(admission.error().WithContext(what));
-               }
-               backend_ = admission->backend;
-               pod_.HoldSandbox();
-               HULL_ANSWER_IF_ERROR(MoveTo(SandboxState::kCreated), done);
-               ctx_.log.Info("{}: created ({})", what, backend_->name());
-               done(sb::CreateSandboxResponse());
-             });
+  pod_.Admit(
+      id, bundle_, *spec, *config,
+      [this, alive, what, done = std::move(done)](Result<Pod::Admission> admission) {
+        if (alive.expired()) return done(UnavailableError("shim is shutting down"));
+        creating_ = false;
+        if (!admission) {
+          id_.clear();
+          spec_.reset();
+          return done(admission.error().WithContext(what));
+        }
+        backend_ = admission->backend;
+        pod_.HoldSandbox();
+        HULL_ANSWER_IF_ERROR(MoveTo(SandboxState::kCreated), done);
+        ctx_.log.Info("{}: created ({})", what, backend_->name());
+        done(sb::CreateSandboxResponse());
+      },
+      /*sandbox_api=*/true);
 }
 
-// ---- StartSandbox: the pause process ----
+// ---- StartSandbox: the pause process, or the backend's sandbox ----
 
 void SandboxService::Start(const sb::StartSandboxRequest& r, Reply<sb::StartSandboxResponse> done) {
   HULL_ANSWER_IF_ERROR(Check(r.sandbox_id()), done);
+  if (starting_) return done(FailedPreconditionError("start sandbox " + id_ + ": starting"));
   HULL_ANSWER_IF_ERROR(
       CheckSandboxTransition(state_, SandboxState::kReady).WithContext("start sandbox " + id_),
       done);
   std::weak_ptr<bool> alive = alive_;
-  Result<pid_t> pid = pause_->Start(*spec_, [this, alive](int exit_status) {
+  auto on_exit = [this, alive](int exit_status) {
     if (alive.expired()) return;
     Exited(exit_status);
+  };
+  if (!backend_->RunsSandboxProcess()) return Started(pause_->Start(*spec_, on_exit), done);
+  // The backend's sandbox (runsc), created at CreateSandbox.
+  starting_ = true;
+  backend_->StartSandbox(on_exit, [this, alive, done = std::move(done)](Result<pid_t> pid) {
+    if (alive.expired()) return done(UnavailableError("shim is shutting down"));
+    starting_ = false;
+    Started(std::move(pid), done);
   });
+}
+
+void SandboxService::Started(Result<pid_t> pid, const Reply<sb::StartSandboxResponse>& done) {
   if (!pid) return done(pid.error().WithContext("start sandbox " + id_));
+  // A stop that came while it started: the sandbox is not ready any more.
+  if (state_ != SandboxState::kCreated) {
+    pid_ = *pid;
+    Kill();
+    return done(FailedPreconditionError("start sandbox " + id_ + ": stopped while starting"));
+  }
   pid_ = *pid;
   created_at_ = NowTime();
   MoveTo(SandboxState::kReady).IgnoreError();
-  ctx_.log.Info("sandbox {}: pause process {}", id_, pid_);
+  ctx_.log.Info("sandbox {}: {} process {}", id_,
+                backend_->RunsSandboxProcess() ? "sandbox" : "pause", pid_);
   sb::StartSandboxResponse response;
   response.set_pid(static_cast<uint32_t>(pid_));
   *response.mutable_created_at() = created_at_;
@@ -230,12 +254,21 @@ void SandboxService::Exited(int exit_status) {
   for (auto& then : waiting) then();
 }
 
+void SandboxService::Kill() {
+  if (!backend_->RunsSandboxProcess()) return pause_->Kill(pid_);
+  std::weak_ptr<bool> alive = alive_;
+  backend_->StopSandbox([this, alive](hull::Status stopped) {
+    if (alive.expired() || stopped.ok()) return;
+    ctx_.log.Warn("sandbox {}: stop: {}", id_, stopped.ToString());
+  });
+}
+
 void SandboxService::StopThen(std::function<void()> then) {
   if (state_ == SandboxState::kReady) {
     on_stopped_.push_back(std::move(then));
     // Once: a second stop while the first waits must not signal a pid the
     // reaper may have released meanwhile.
-    if (!kill_sent_) pause_->Kill(pid_);
+    if (!kill_sent_) Kill();
     kill_sent_ = true;
     return;
   }

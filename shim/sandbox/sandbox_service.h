@@ -4,7 +4,9 @@
 // PodSandboxConfig containerd passes (oci::BuildPauseSpec), records the pod's
 // size (oci::SizeFromPodSandboxConfig) and has the Pod admit it as it admits
 // a pause container (cgroup placement, backend, PrepareSandbox);
-// StartSandbox starts the pause process (PauseRunner); the pod's app
+// StartSandbox starts the pause process (PauseRunner), or the backend's own
+// sandbox process where it has one (runsc's gVisor sandbox, created by
+// PrepareSandbox from the pause spec); the pod's app
 // containers then arrive through the TaskService into the same Pod. The
 // sandbox's life is SandboxState's transition table. Every call answers
 // through a callback (the ttrpc registration wraps them). Loop thread only.
@@ -77,6 +79,12 @@ class SandboxService {
   hull::Status MoveTo(SandboxState to);
   // The pause process exited (or, never started, the sandbox was stopped).
   void Exited(int exit_status);
+  // StartSandbox's answer once the pause process or the backend's sandbox
+  // started (or failed to).
+  void Started(Result<pid_t> pid,
+               const Reply<containerd::runtime::sandbox::v1::StartSandboxResponse>& done);
+  // Ends what holds the pod: the pause process or the backend's sandbox.
+  void Kill();
   // Kills the pause process (if it runs) and calls `then` once stopped.
   void StopThen(std::function<void()> then);
 
@@ -88,6 +96,7 @@ class SandboxService {
 
   SandboxState state_ = SandboxState::kNone;
   bool creating_ = false;
+  bool starting_ = false;  // the backend's StartSandbox runs
   std::string id_;
   std::string bundle_;
   std::optional<oci::Spec> spec_;

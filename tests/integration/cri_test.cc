@@ -26,6 +26,7 @@
 #include "oci/pause_spec.h"
 #include "oci/sizing.h"
 #include "tests/integration/cri/cri_client.h"
+#include "tests/integration/cri/cri_pod.h"
 #include "tests/integration/harness/harness.h"
 #include "ttrpc/client.h"
 
@@ -38,75 +39,11 @@ using namespace std::chrono_literals;
 
 constexpr const char* kBusybox = "docker.io/hull/busybox:latest";
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string Cmdline(pid_t pid) {
-  std::string s = ReadText("/proc/" + std::to_string(pid) + "/cmdline");
-  for (char& c : s) {
-    if (c == '\0') c = ' ';
-  }
-  return s;
-}
-
-pid_t ParentPid(pid_t pid) {
-  std::string stat = ReadText("/proc/" + std::to_string(pid) + "/stat");
-  size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return -1;
-  std::istringstream rest(stat.substr(paren + 2));
-  std::string state;
-  pid_t ppid = -1;
-  rest >> state >> ppid;
-  return ppid;
-}
-
 // A uint64 CRI field: proto3 JSON writes 64-bit integers as strings.
 uint64_t U64(const json& v) {
   if (v.is_string()) return std::stoull(v.get<std::string>());
   if (v.is_number()) return v.get<uint64_t>();
   return 0;
-}
-
-// The v1 cgroup hierarchies (cgroup v1 hybrid host) and the unified one.
-std::vector<std::string> CgroupHierarchies() {
-  std::vector<std::string> roots;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/sys/fs/cgroup", ec)) {
-    if (entry.is_directory() && !entry.is_symlink()) roots.push_back(entry.path());
-  }
-  if (fs::exists("/sys/fs/cgroup/cgroup.controllers")) roots = {"/sys/fs/cgroup"};
-  return roots;
-}
-
-// Every cgroup directory named `parent` (relative) below each hierarchy, with
-// its subdirectories.
-std::vector<std::string> CgroupsUnder(const std::string& parent) {
-  std::vector<std::string> found;
-  for (const std::string& root : CgroupHierarchies()) {
-    const std::string dir = root + parent;
-    std::error_code ec;
-    if (!fs::exists(dir, ec)) continue;
-    for (const auto& entry : fs::recursive_directory_iterator(dir, ec)) {
-      if (entry.is_directory()) found.push_back(entry.path());
-    }
-  }
-  return found;
-}
-
-// Removes the pod's cgroup parent (kubelet's job; runc creates it and leaves
-// it). False when a cgroup below it is still there.
-bool RemoveCgroupParent(const std::string& parent) {
-  bool ok = true;
-  for (const std::string& root : CgroupHierarchies()) {
-    const std::string dir = root + parent;
-    if (!fs::exists(dir)) continue;
-    if (rmdir(dir.c_str()) != 0) ok = false;
-  }
-  return ok;
 }
 
 class CriTest : public ::testing::Test {
@@ -193,25 +130,9 @@ class CriTest : public ::testing::Test {
   }
   std::string RunscRoot() const { return config_dir_ + "/runsc"; }
 
-  // A PodSandboxConfig as kubelet sends it (1.23+: linux.resources).
   json PodConfig(const std::string& name, bool host_network) const {
-    json namespaces = {
-        {"network", host_network ? "NODE" : "POD"}, {"pid", "CONTAINER"}, {"ipc", "POD"}};
-    return {
-        {"metadata", {{"name", name}, {"uid", name + "-uid"}, {"namespace", "hull-test"}}},
-        {"hostname", host_network ? "" : name},
-        {"log_directory", containerd_->dir() + "/pods/" + name},
-        {"labels", {{"app", name}}},
-        {"annotations", {{"hull.test/pod", name}}},
-        {"linux",
-         {{"cgroup_parent", cgroup_parent_},
-          {"security_context", {{"namespace_options", namespaces}}},
-          {"resources",
-           {{"cpu_period", 100000},
-            {"cpu_quota", 150000},
-            {"cpu_shares", 1536},
-            {"memory_limit_in_bytes", 256 << 20}}}}},
-    };
+    return PodSandboxConfigJson(name, cgroup_parent_, containerd_->dir() + "/pods/" + name,
+                                host_network);
   }
 
   std::string RunPod(const json& config, const std::string& handler = "hull") {

@@ -5,9 +5,11 @@
 // comes from the harness (Containerd2Dir: $HULL_CONTAINERD2_DIR or the
 // tarball in ../shared/containerd-2/); skips with one line without it.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "tests/integration/cri/cri_client.h"
+#include "tests/integration/cri/cri_pod.h"
 #include "tests/integration/harness/containerd2.h"
 #include "tests/integration/harness/harness.h"
 
@@ -29,14 +32,27 @@ using namespace std::chrono_literals;
 
 constexpr const char* kBusybox = "docker.io/hull/busybox:latest";
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// A uint64 CRI field: proto3 JSON writes 64-bit integers as strings.
+uint64_t U64(const json& v) {
+  if (v.is_string()) return std::stoull(v.get<std::string>());
+  if (v.is_number()) return v.get<uint64_t>();
+  return 0;
 }
 
-class SandboxApiTest : public ::testing::Test {
+// The two runtime handlers with sandboxer = "shim": "hull-shim" runs the pod
+// with runc and hull's pause process, "hull-runsc-shim" in one gVisor
+// sandbox that hull creates at CreateSandbox (docs/sandbox-api.md).
+struct ShimCase {
+  const char* name;
+  const char* handler;
+  bool runsc;
+};
+
+void PrintTo(const ShimCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
  protected:
   void SetUp() override {
     if (std::string reason = SkipReason(); !reason.empty()) GTEST_SKIP() << reason;
@@ -44,18 +60,27 @@ class SandboxApiTest : public ::testing::Test {
     const std::string containerd2 = Containerd2Dir(&why);
     if (containerd2.empty()) GTEST_SKIP() << why;
 
+    char config_dir[] = "/tmp/hull-sbapi-config-XXXXXX";
+    ASSERT_NE(::mkdtemp(config_dir), nullptr);
+    config_dir_ = config_dir;
     cgroup_parent_ = "/hull-sbapi-" + std::to_string(::getpid()) + "-" +
                      ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    const std::string table = "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.";
-    const std::string handlers = table +
-                                 "hull-shim]\n  runtime_type = \"io.containerd.hull.v2\"\n" +
-                                 "  sandboxer = \"shim\"\n";
+    for (char& c : cgroup_parent_) {
+      if (c == '/' && &c != &cgroup_parent_[0]) c = '-';
+    }
     std::string error;
-    containerd_ = PrivateContainerd::Start(
-        {.enable_cri = true, .runtime_handlers_toml = handlers, .containerd_dir = containerd2},
-        &error);
+    containerd_ = PrivateContainerd::Start({.enable_cri = true,
+                                            .runtime_handlers_toml = HandlersToml(),
+                                            .containerd_dir = containerd2},
+                                           &error);
     ASSERT_NE(containerd_, nullptr) << error;
     ASSERT_TRUE(containerd_->ImportImages("k8s.io", &error)) << error;
+    // runsc's sandbox, which has dropped its capabilities, mounts its chroot
+    // in containerd's temp dir (the shim's TMPDIR): it must be able to reach
+    // it through the test's directories (mkdtemp made them 0700).
+    for (const std::string& dir : {containerd_->dir(), containerd_->dir() + "/tmp", config_dir_}) {
+      fs::permissions(dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+    }
     cri_ = std::make_unique<CriClient>(containerd_->address());
     ASSERT_TRUE(WaitUntil(
         [&] {
@@ -83,27 +108,57 @@ class SandboxApiTest : public ::testing::Test {
     }
     containerd_.reset();  // kills what is left
     for (const std::string& socket : sockets) ::unlink(socket.c_str());
-    for (const char* root : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids",
-                             "/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
-      ::rmdir((std::string(root) + cgroup_parent_).c_str());
+    // Containers containerd killed at its teardown leave their cgroups
+    // below the pod's parent: the deepest first, then the parent.
+    if (!cgroup_parent_.empty()) {
+      std::vector<std::string> left = CgroupsUnder(cgroup_parent_);
+      std::sort(left.begin(), left.end(),
+                [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+      for (const std::string& dir : left) ::rmdir(dir.c_str());
+      RemoveCgroupParent(cgroup_parent_);
     }
+    if (!config_dir_.empty()) fs::remove_all(config_dir_, ec);
   }
 
+  // Both handlers set sandboxer = "shim" (the harness moves the tables to
+  // plugins."io.containerd.cri.v1.runtime" on containerd 2.x). The runsc one
+  // needs a hull config of its own (runtime = "runsc" and, as cri_test's
+  // "hull-runsc", network = "none": Debian's runsc refuses the pod's network
+  // namespace on this kernel, docs/backends.md). It cannot come through the
+  // handler's options: for a pod with a shim sandboxer, containerd 2.1.5
+  // decodes a container's runtime options as runc Options (to add the
+  // sandbox's task API address) and fails on runtimeoptions' ConfigPath. So
+  // the handler's runtime_type is a path (containerd accepts one) to a
+  // wrapper that names the config file in HULL_CONFIG (docs/sandbox-api.md).
+  std::string HandlersToml() const {
+    const std::string table = "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.";
+    const std::string runsc_config = config_dir_ + "/runsc.toml";
+    std::ofstream(runsc_config) << "runtime = \"runsc\"\nroot = \"" << RunscRoot()
+                                << "\"\n[runsc_config]\nnetwork = \"none\"\n";
+    const std::string wrapper = config_dir_ + "/containerd-shim-hull-runsc";
+    std::ofstream(wrapper) << "#!/bin/sh\nHULL_CONFIG=" << runsc_config << " exec " << HullShimDir()
+                           << "/containerd-shim-hull-v2 \"$@\"\n";
+    fs::permissions(wrapper, fs::perms::owner_all);
+    // "hull-runc-type": hull installed under the runc runtime type (podsandbox
+    // sandboxer), the only way CRI 2.1.5 introspects its features.
+    return table + "hull-runc-type]\n  runtime_type = \"io.containerd.runc.v2\"\n" +
+           "  runtime_path = \"" + HullShimDir() + "/containerd-shim-hull-v2\"\n" + table +
+           "hull-shim]\n  runtime_type = \"io.containerd.hull.v2\"\n" + "  sandboxer = \"shim\"\n" +
+           table + "hull-runsc-shim]\n  runtime_type = \"" + wrapper +
+           "\"\n  sandboxer = \"shim\"\n";
+  }
+  std::string RunscRoot() const { return config_dir_ + "/runsc"; }
+  bool runsc() const { return GetParam().runsc; }
+
   json PodConfig(const std::string& name) const {
-    return {
-        {"metadata", {{"name", name}, {"uid", name + "-uid"}, {"namespace", "hull-test"}}},
-        {"hostname", name},
-        {"log_directory", containerd_->dir() + "/pods/" + name},
-        {"linux",
-         {{"cgroup_parent", cgroup_parent_},
-          {"security_context",
-           {{"namespace_options", {{"network", "POD"}, {"pid", "CONTAINER"}, {"ipc", "POD"}}}}},
-          {"resources",
-           {{"cpu_period", 100000},
-            {"cpu_quota", 150000},
-            {"cpu_shares", 1536},
-            {"memory_limit_in_bytes", 256 << 20}}}}},
-    };
+    return PodSandboxConfigJson(name, cgroup_parent_, containerd_->dir() + "/pods/" + name);
+  }
+
+  std::string RunPod(const json& pod_config) {
+    CriReply run = cri_->Call("RunPodSandbox",
+                              {{"config", pod_config}, {"runtime_handler", GetParam().handler}});
+    EXPECT_TRUE(run.ok) << run.error << "\n" << containerd_->LogTail(200);
+    return run.ok ? run.body.value("pod_sandbox_id", "") : "";
   }
 
   std::string StartContainer(const std::string& pod, const json& pod_config,
@@ -142,17 +197,112 @@ class SandboxApiTest : public ::testing::Test {
   }
   std::vector<pid_t> HullShims() const { return HullProcesses(false); }
 
+  // The gVisor sandbox processes of `pod`.
+  std::vector<pid_t> RunscSandboxes(const std::string& pod) const {
+    std::vector<pid_t> found;
+    for (pid_t p : ProcessesMatching("runsc-sandbox")) {
+      if (Cmdline(p).find(pod) != std::string::npos) found.push_back(p);
+    }
+    return found;
+  }
+  CommandResult RunscList() const {
+    return RunCommand({"runsc", "--root", RunscRoot() + "/k8s.io", "list"});
+  }
+
+  // The host pid of a task's init, from `ctr task ls`.
+  pid_t TaskPid(const std::string& id) const {
+    CommandResult tasks = containerd_->Ctr({"tasks", "ls"}, "k8s.io");
+    std::istringstream lines(tasks.out);
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream fields(line);
+      std::string task;
+      pid_t p = -1;
+      if (fields >> task >> p && task == id) return p;
+    }
+    return -1;
+  }
+
+  // What holds the pod: hull's pause process (runc), or the gVisor sandbox
+  // that hull created with hull-pause as its PID 1 (runsc), the shim's child
+  // either way. `containers` are the app containers that must be in it.
+  void ExpectOneSandbox(const std::string& pod, pid_t shim,
+                        const std::vector<std::string>& containers) {
+    std::vector<pid_t> pauses = HullProcesses(/*pause=*/true);
+    if (runsc()) {
+      EXPECT_TRUE(pauses.empty()) << "a runsc pod needs no hull pause process";
+      std::vector<pid_t> sandboxes = RunscSandboxes(pod);
+      ASSERT_EQ(sandboxes.size(), 1u);
+      EXPECT_EQ(ParentPid(sandboxes[0]), shim);
+      CommandResult list = RunscList();
+      ASSERT_TRUE(list.ok()) << list.Describe();
+      EXPECT_NE(list.out.find(pod), std::string::npos) << list.out;
+      for (const std::string& id : containers) {
+        EXPECT_NE(list.out.find(id), std::string::npos) << id << " not in\n" << list.out;
+      }
+      return;
+    }
+    ASSERT_EQ(pauses.size(), 1u);
+    EXPECT_EQ(ParentPid(pauses[0]), shim);
+    // The containers run in the pause process's network, IPC and UTS
+    // namespaces.
+    for (const std::string& id : containers) {
+      pid_t pid = TaskPid(id);
+      ASSERT_GT(pid, 0) << id;
+      for (const char* ns : {"net", "ipc", "uts"}) {
+        auto link = [ns](pid_t p) {
+          return fs::read_symlink("/proc/" + std::to_string(p) + "/ns/" + ns).string();
+        };
+        EXPECT_EQ(link(pid), link(pauses[0])) << id << " " << ns;
+      }
+    }
+  }
+
+  // StopPodSandbox, RemovePodSandbox, and nothing of the pod left: no
+  // server, pause process, gVisor sandbox, runsc state, mount, socket,
+  // bundle or cgroup.
+  void RemovePodAndCheckNothingLeft(const std::string& pod) {
+    const std::string bundle = Bundle(pod);
+    const std::string socket = ReadText(bundle + "/address");
+    CriReply stop = cri_->Call("StopPodSandbox", {{"pod_sandbox_id", pod}});
+    ASSERT_TRUE(stop.ok) << stop.error << "\n" << containerd_->LogTail(200);
+    CriReply status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
+    ASSERT_TRUE(status.ok) << status.error;
+    EXPECT_EQ(status.body["status"].value("state", ""), "SANDBOX_NOTREADY");
+    CriReply remove = cri_->Call("RemovePodSandbox", {{"pod_sandbox_id", pod}});
+    ASSERT_TRUE(remove.ok) << remove.error << "\n" << containerd_->LogTail(200);
+
+    EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 20s))
+        << "hull shim still running after RemovePodSandbox\n"
+        << containerd_->LogTail(200);
+    EXPECT_TRUE(ProcessesMatching(pod).empty()) << "a process still names the pod " << pod;
+    EXPECT_TRUE(HullProcesses(/*pause=*/true).empty()) << "a pause process is left";
+    EXPECT_TRUE(RunscSandboxes(pod).empty()) << "a gVisor sandbox is left";
+    EXPECT_EQ(MountsUnder(containerd_->dir()), std::vector<std::string>{});
+    EXPECT_EQ(MountsUnder(config_dir_), std::vector<std::string>{});
+    if (socket.rfind("unix://", 0) == 0) {
+      EXPECT_FALSE(fs::exists(socket.substr(7))) << socket;
+    }
+    EXPECT_FALSE(fs::exists(bundle));
+    std::vector<std::string> cgroups = CgroupsUnder(cgroup_parent_);
+    EXPECT_TRUE(cgroups.empty()) << "cgroup left: " << cgroups.front();
+    if (runsc()) {
+      CommandResult list = RunscList();
+      EXPECT_EQ(list.out.find(pod), std::string::npos) << list.out;
+      EXPECT_TRUE(!fs::exists(RunscRoot() + "/k8s.io") || fs::is_empty(RunscRoot() + "/k8s.io"))
+          << "runsc state left in " << RunscRoot() << "/k8s.io";
+    }
+  }
+
+  std::string config_dir_;
   std::string cgroup_parent_;
   std::unique_ptr<PrivateContainerd> containerd_;
   std::unique_ptr<CriClient> cri_;
 };
 
-TEST_F(SandboxApiTest, ShimSandboxerRunsAPodWithTwoContainers) {
+TEST_P(SandboxApiTest, ShimSandboxerRunsAPodWithTwoContainers) {
   const json pod_config = PodConfig("sbapi");
-  CriReply run =
-      cri_->Call("RunPodSandbox", {{"config", pod_config}, {"runtime_handler", "hull-shim"}});
-  ASSERT_TRUE(run.ok) << run.error << "\n" << containerd_->LogTail(200);
-  const std::string pod = run.body.value("pod_sandbox_id", "");
+  const std::string pod = RunPod(pod_config);
   ASSERT_FALSE(pod.empty());
 
   std::cerr << "sandbox bundle: " << Bundle(pod) << "\n";
@@ -170,34 +320,14 @@ TEST_F(SandboxApiTest, ShimSandboxerRunsAPodWithTwoContainers) {
   EXPECT_EQ(status.body["status"].value("state", ""), "SANDBOX_READY") << status.body.dump();
   std::vector<pid_t> shims = HullShims();
   ASSERT_EQ(shims.size(), 1u);
-  std::vector<pid_t> pauses = HullProcesses(/*pause=*/true);
-  ASSERT_EQ(pauses.size(), 1u);
+  ExpectOneSandbox(pod, shims[0], {});
 
   const std::string c1 = StartContainer(pod, pod_config, "one");
   const std::string c2 = StartContainer(pod, pod_config, "two");
   ASSERT_FALSE(c1.empty());
   ASSERT_FALSE(c2.empty());
   EXPECT_EQ(HullShims(), shims) << "the containers must reach the sandbox's server";
-  // They run in the pause process's network, IPC and UTS namespaces.
-  CommandResult tasks = containerd_->Ctr({"tasks", "ls"}, "k8s.io");
-  for (const std::string& id : {c1, c2}) {
-    std::istringstream lines(tasks.out);
-    std::string line;
-    pid_t pid = -1;
-    while (std::getline(lines, line)) {
-      std::istringstream fields(line);
-      std::string task;
-      pid_t p = -1;
-      if (fields >> task >> p && task == id) pid = p;
-    }
-    ASSERT_GT(pid, 0) << id << " not in\n" << tasks.out;
-    for (const char* ns : {"net", "ipc", "uts"}) {
-      auto link = [ns](pid_t p) {
-        return fs::read_symlink("/proc/" + std::to_string(p) + "/ns/" + ns).string();
-      };
-      EXPECT_EQ(link(pid), link(pauses[0])) << id << " " << ns;
-    }
-  }
+  ExpectOneSandbox(pod, shims[0], {c1, c2});
 
   CriReply exec = cri_->Call("ExecSync", {{"container_id", c1},
                                           {"cmd", {"sh", "-c", "echo hello; hostname; exit 3"}},
@@ -208,29 +338,116 @@ TEST_F(SandboxApiTest, ShimSandboxerRunsAPodWithTwoContainers) {
 
   CriReply stats = cri_->Call("ContainerStats", {{"container_id", c2}});
   ASSERT_TRUE(stats.ok) << stats.error;
-  EXPECT_EQ(stats.body["stats"]["attributes"].value("id", ""), c2);
+  const json& s = stats.body["stats"];
+  EXPECT_EQ(s["attributes"].value("id", ""), c2);
+  EXPECT_GT(U64(s["cpu"]["usage_core_nano_seconds"]["value"]), 0u) << s.dump();
+  EXPECT_GT(U64(s["memory"]["working_set_bytes"]["value"]), 0u) << s.dump();
 
-  const std::string bundle = Bundle(pod);
-  const std::string socket = ReadText(bundle + "/address");
-  CriReply stop = cri_->Call("StopPodSandbox", {{"pod_sandbox_id", pod}});
-  ASSERT_TRUE(stop.ok) << stop.error << "\n" << containerd_->LogTail(200);
-  status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
-  ASSERT_TRUE(status.ok) << status.error;
-  EXPECT_EQ(status.body["status"].value("state", ""), "SANDBOX_NOTREADY");
-  CriReply remove = cri_->Call("RemovePodSandbox", {{"pod_sandbox_id", pod}});
-  ASSERT_TRUE(remove.ok) << remove.error << "\n" << containerd_->LogTail(200);
-
-  EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 20s))
-      << "hull shim still running after RemovePodSandbox\n"
-      << containerd_->LogTail(200);
-  EXPECT_TRUE(ProcessesMatching(pod).empty()) << "a process still names the pod " << pod;
-  EXPECT_TRUE(HullProcesses(/*pause=*/true).empty()) << "a pause process is left";
-  EXPECT_EQ(MountsUnder(containerd_->dir()), std::vector<std::string>{});
-  if (socket.rfind("unix://", 0) == 0) {
-    EXPECT_FALSE(fs::exists(socket.substr(7))) << socket;
-  }
-  EXPECT_FALSE(fs::exists(bundle));
+  RemovePodAndCheckNothingLeft(pod);
 }
+
+// containerd restarts while the pod runs: it reconnects to the same server
+// (the sandbox bundle's address), whose sandbox lives on in memory; the pod
+// is still ready with its container, and Stop/Remove still clean up.
+TEST_P(SandboxApiTest, PodSurvivesAContainerdRestart) {
+  const json pod_config = PodConfig("sbrestart");
+  const std::string pod = RunPod(pod_config);
+  ASSERT_FALSE(pod.empty());
+  const std::string c1 = StartContainer(pod, pod_config, "one");
+  ASSERT_FALSE(c1.empty());
+  std::vector<pid_t> shims = HullShims();
+  ASSERT_EQ(shims.size(), 1u);
+
+  std::string error;
+  ASSERT_TRUE(containerd_->Restart(&error)) << error;
+  CriReply status;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
+        return status.ok && status.body["status"].value("state", "") == "SANDBOX_READY";
+      },
+      30s))
+      << status.error << status.body.dump() << "\n"
+      << containerd_->LogTail(200);
+  EXPECT_EQ(HullShims(), shims) << "the server must outlive containerd's restart";
+  ExpectOneSandbox(pod, shims[0], {c1});
+
+  CriReply list = cri_->Call("ListContainers", {{"filter", {{"pod_sandbox_id", pod}}}});
+  ASSERT_TRUE(list.ok) << list.error;
+  ASSERT_EQ(list.body.value("containers", json::array()).size(), 1u) << list.body.dump();
+  EXPECT_EQ(list.body["containers"][0].value("id", ""), c1);
+  EXPECT_EQ(list.body["containers"][0].value("state", ""), "CONTAINER_RUNNING");
+  CriReply exec = cri_->Call(
+      "ExecSync", {{"container_id", c1}, {"cmd", {"sh", "-c", "hostname"}}, {"timeout", 30}});
+  ASSERT_TRUE(exec.ok) << exec.error;
+  EXPECT_EQ(DecodeBase64(exec.body.value("stdout", "")), "sbrestart\n");
+
+  RemovePodAndCheckNothingLeft(pod);
+}
+
+// The server ends (SIGTERM) while its pod runs, before ShutdownSandbox: what
+// holds the pod goes with it (runc: the pause process dies with its parent;
+// runsc: the server kills the gVisor sandbox and force-deletes it and its
+// containers in runsc). What containerd then does with the pod's containers
+// is containerd's (the harness's teardown ends them).
+TEST_P(SandboxApiTest, AServerThatEndsTakesItsSandboxAlong) {
+  const json pod_config = PodConfig("sbterm");
+  const std::string pod = RunPod(pod_config);
+  ASSERT_FALSE(pod.empty());
+  const std::string c1 = StartContainer(pod, pod_config, "one");
+  ASSERT_FALSE(c1.empty());
+  std::vector<pid_t> shims = HullShims();
+  ASSERT_EQ(shims.size(), 1u);
+  const std::string bundle = Bundle(pod);
+  ASSERT_EQ(::kill(shims[0], SIGTERM), 0);
+  EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 20s)) << "the server did not end";
+  EXPECT_TRUE(HullProcesses(/*pause=*/true).empty()) << "a pause process outlived its server";
+  EXPECT_TRUE(RunscSandboxes(pod).empty()) << "a gVisor sandbox outlived its server\n"
+                                           << containerd_->LogTail(100);
+  EXPECT_FALSE(fs::exists(bundle + "/hull-sandbox"));
+  if (runsc()) {
+    CommandResult list = RunscList();
+    EXPECT_EQ(list.out.find(pod), std::string::npos) << list.out;
+    EXPECT_EQ(list.out.find(c1), std::string::npos) << list.out;
+  }
+}
+
+// containerd 2.1.5's CRI asks a runtime handler for its OCI runtime features
+// (`-info`) only when its runtime_type is io.containerd.runc.v2, and logs why
+// it skipped the others: a hull handler of its own type (or a path) reports
+// no features to CRI's Status (no recursive read-only mounts, no user
+// namespaces), while hull under the runc type (runtime_path) reports what its
+// `-info` says (docs/start-delete.md, "-info").
+TEST_P(SandboxApiTest, CriIntrospectsOnlyTheRuncRuntimeType) {
+  const std::string handler = GetParam().handler;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return containerd_->LogTail(100000).find("failed to introspect features of runtime \\\"" +
+                                                 handler + "\\\"") != std::string::npos;
+      },
+      10s))
+      << "no introspection line for " << handler << " in containerd's log";
+  CriReply status = cri_->Call("Status", {{"verbose", false}});
+  ASSERT_TRUE(status.ok) << status.error;
+  json ours, runc_type;
+  for (const json& h : status.body.value("runtime_handlers", json::array())) {
+    if (h.value("name", "") == handler) ours = h;
+    if (h.value("name", "") == "hull-runc-type") runc_type = h;
+  }
+  ASSERT_TRUE(ours.is_object()) << status.body.dump();
+  EXPECT_FALSE(ours.contains("features")) << ours.dump();
+  ASSERT_TRUE(runc_type.is_object()) << status.body.dump();
+  // runc 1.1.5's features (through hull's -info) list "rro", and this
+  // host's kernel (6.x) has mount_setattr.
+  EXPECT_TRUE(runc_type.contains("features") &&
+              runc_type["features"].value("recursive_read_only_mounts", false))
+      << runc_type.dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(Handlers, SandboxApiTest,
+                         ::testing::Values(ShimCase{"Runc", "hull-shim", false},
+                                           ShimCase{"Runsc", "hull-runsc-shim", true}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace hull::itest

@@ -93,6 +93,7 @@ constexpr Flavour kRunsc{
     .stdio_at_start_too = true,
     .stats_from_events = true,
     .sandbox_deletes_last = true,
+    .sandbox_process = true,
     .no_update =
         "runsc has no update command: a gVisor sandbox's resources are fixed "
         "when it is created",

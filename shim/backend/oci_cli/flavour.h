@@ -64,6 +64,11 @@ struct Flavour {
   // sandbox (`list`, then `delete --force` each), which would otherwise be
   // left as stale state when the sandbox goes.
   bool sandbox_deletes_last = false;
+  // The Sandbox API's pod runs in a sandbox process the runtime makes: a
+  // container of CRI type "sandbox" created from the pod's spec, with
+  // hull-pause as its PID 1 (oci_cli_sandbox.cc). False: hull's own pause
+  // process holds the pod's namespaces.
+  bool sandbox_process = false;
   // Non-empty: the runtime cannot do this here, and the call is answered
   // Unimplemented with this reason instead of running the runtime.
   std::string_view no_update;

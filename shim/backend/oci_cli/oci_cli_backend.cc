@@ -72,14 +72,7 @@ OciCliBackend::~OciCliBackend() {
     running.command.reset();  // kills the runtime process
     running.done(ContainerDeleted(running.id), CommandResult{});
   }
-}
-
-void OciCliBackend::PrepareSandbox(const SandboxRequest&, Done done) {
-  PostDone(std::move(done), Status());
-}
-
-void OciCliBackend::TeardownSandbox(Done done) {
-  PostDone(std::move(done), Status());
+  if (sandbox_) DestroySandboxNow();
 }
 
 void OciCliBackend::Release(const std::string& id) {

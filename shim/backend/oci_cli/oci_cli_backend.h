@@ -32,9 +32,17 @@ class OciCliBackend final : public Backend {
   OciCliBackend(EventLoop& loop, Reaper& reaper, ArgvBuilder argv, RuntimeOptions options);
   ~OciCliBackend() override;
 
-  // Nothing to prepare or tear down: the pause container is the sandbox.
+  // Nothing to prepare or tear down when the pause container is the sandbox.
+  // For the Sandbox API (`req.spec` set) a runtime with a sandbox process
+  // (runsc) gets its sandbox container created here, in
+  // <bundle>/hull-sandbox, and deleted with everything of it at Teardown
+  // (oci_cli_sandbox.cc).
   void PrepareSandbox(const SandboxRequest& req, Done done) override;
   void TeardownSandbox(Done done) override;
+  bool RunsSandboxProcess() const override { return argv_.flavour().sandbox_process; }
+  void StartSandbox(std::function<void(int)> on_exit,
+                    std::function<void(Result<pid_t>)> done) override;
+  void StopSandbox(Done done) override;
   void Release(const std::string& id) override;
   bool Serves(const RuntimeOptions& other) const override { return other == options_; }
 
@@ -142,6 +150,18 @@ class OciCliBackend final : public Backend {
 
   enum class CheckpointStep { kProbeRuntime, kCheckCriu, kDump };
   void CheckpointFrom(CheckpointStep step, CheckpointRequest req, Done done);
+
+  // The Sandbox API's sandbox container (runsc), from PrepareSandbox to
+  // TeardownSandbox: its id (the sandbox id) and its bundle directory.
+  struct SandboxContainer {
+    std::string id;
+    std::string dir;
+  };
+  std::optional<SandboxContainer> sandbox_;
+  // From the destructor: the server ends with the pod's sandbox still there
+  // (SIGTERM before ShutdownSandbox). Blocks, with the loop no longer
+  // running: `delete --force` of its containers and of it, and its bundle.
+  void DestroySandboxNow();
 
   EventLoop& loop_;
   Reaper& reaper_;

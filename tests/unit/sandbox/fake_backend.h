@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "google/protobuf/any.pb.h"
@@ -56,6 +57,22 @@ class FakeBackend : public Backend {
   }
   Result<uint64_t> OomKillCount(const std::string&) override { return uint64_t{0}; }
   void WatchInitExit(const std::string&, pid_t, std::function<void(int)>) override {}
+  // With `runs_sandbox`, the pod's sandbox is the backend's own process
+  // (as runsc's): StartSandbox answers pid 777, StopSandbox ends it (137).
+  bool RunsSandboxProcess() const override { return runs_sandbox; }
+  void StartSandbox(std::function<void(int)> on_exit,
+                    std::function<void(Result<pid_t>)> done) override {
+    ++calls_["StartSandbox"];
+    sandbox_exit_ = std::move(on_exit);
+    loop_.Post([done = std::move(done)] { done(pid_t{777}); });
+  }
+  void StopSandbox(Done done) override {
+    ++calls_["StopSandbox"];
+    if (auto on_exit = std::exchange(sandbox_exit_, nullptr)) {
+      loop_.Post([on_exit] { on_exit(137); });
+    }
+    loop_.Post([done = std::move(done)] { done(Status::Ok()); });
+  }
   bool Serves(const RuntimeOptions&) const override { return true; }
   std::string name() const override { return "fake"; }
 
@@ -70,6 +87,10 @@ class FakeBackend : public Backend {
   EventLoop& loop_;
   std::map<std::string, int>& calls_;
   SandboxRequest last_sandbox_;
+  std::function<void(int)> sandbox_exit_;
+
+ public:
+  bool runs_sandbox = false;
 };
 
 }  // namespace hull::shim::testing

@@ -79,6 +79,7 @@ class SandboxServiceTest : public ::testing::Test {
         *ctx_,
         [this](const RuntimeOptions&) -> Result<std::unique_ptr<Backend>> {
           auto backend = std::make_unique<testing::FakeBackend>(*loop_, calls_);
+          backend->runs_sandbox = backend_runs_sandbox_;
           backend_ = backend.get();
           return std::unique_ptr<Backend>(std::move(backend));
         },
@@ -161,6 +162,7 @@ class SandboxServiceTest : public ::testing::Test {
   std::optional<ShimContext> ctx_;
   std::map<std::string, int> calls_;
   testing::FakeBackend* backend_ = nullptr;
+  bool backend_runs_sandbox_ = false;  // read when the pod makes its backend
   std::unique_ptr<Pod> pod_;
   FakePause* pause_ = nullptr;
   std::unique_ptr<SandboxService> service_;
@@ -224,6 +226,45 @@ TEST_F(SandboxServiceTest, CreateSizesThePodFromThePodSandboxConfigAndPreparesIt
   auto recorded = ReadPodSizeFile(bundle_ + "/" + std::string(kPodSizeFile));
   ASSERT_TRUE(recorded.has_value());
   EXPECT_EQ(recorded->source, oci::SizeSource::kPodSandboxConfig);
+}
+
+TEST_F(SandboxServiceTest, PrepareSandboxGetsThePodsSpec) {
+  ASSERT_TRUE(Create().has_value());
+  ASSERT_TRUE(backend_->last_sandbox().spec.has_value());
+  const auto annotations = backend_->last_sandbox().spec->Annotations();
+  EXPECT_EQ(annotations.at("io.kubernetes.cri.container-type"), "sandbox");
+  EXPECT_EQ(annotations.at("io.kubernetes.cri.sandbox-id"), "pod1");
+  EXPECT_EQ(backend_->last_sandbox().spec->Hostname(), "web-host");
+}
+
+// runsc: the backend's own sandbox holds the pod, not hull's pause process.
+TEST_F(SandboxServiceTest, ABackendWithASandboxProcessRunsItInsteadOfThePauseProcess) {
+  backend_runs_sandbox_ = true;
+  ASSERT_TRUE(Create().has_value());
+  auto started = Start();
+  ASSERT_TRUE(started.has_value()) << started.error().ToString();
+  EXPECT_EQ(started->pid(), 777u);
+  EXPECT_EQ(calls_["StartSandbox"], 1);
+  EXPECT_EQ(pause_->starts, 0);
+  auto status = StatusOf();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->state(), "SANDBOX_READY");
+  EXPECT_EQ(status->pid(), 777u);
+  // Start twice: FailedPrecondition, the backend is not asked again.
+  EXPECT_EQ(CodeOf(Start()), Code::kFailedPrecondition);
+  EXPECT_EQ(calls_["StartSandbox"], 1);
+
+  ASSERT_TRUE(Stop().has_value());
+  EXPECT_EQ(calls_["StopSandbox"], 1);
+  EXPECT_EQ(pause_->kills, 0);
+  auto waited = Call(&SandboxService::Wait, For<sb::WaitSandboxRequest>("pod1"));
+  ASSERT_TRUE(waited.has_value());
+  EXPECT_EQ(waited->exit_status(), 137u);
+  EXPECT_EQ(StatusOf()->state(), "SANDBOX_NOTREADY");
+
+  ASSERT_TRUE(Shutdown().has_value());
+  EXPECT_EQ(calls_["TeardownSandbox"], 1);
+  EXPECT_EQ(shutdowns_, 1);
 }
 
 TEST_F(SandboxServiceTest, CreateTwiceIsAlreadyExists) {

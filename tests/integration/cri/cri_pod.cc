@@ -1,0 +1,94 @@
+#include "tests/integration/cri/cri_pod.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+namespace hull::itest {
+
+namespace fs = std::filesystem;
+
+nlohmann::json PodSandboxConfigJson(const std::string& name, const std::string& cgroup_parent,
+                                    const std::string& log_directory, bool host_network) {
+  nlohmann::json namespaces = {
+      {"network", host_network ? "NODE" : "POD"}, {"pid", "CONTAINER"}, {"ipc", "POD"}};
+  return {
+      {"metadata", {{"name", name}, {"uid", name + "-uid"}, {"namespace", "hull-test"}}},
+      {"hostname", host_network ? "" : name},
+      {"log_directory", log_directory},
+      {"labels", {{"app", name}}},
+      {"annotations", {{"hull.test/pod", name}}},
+      {"linux",
+       {{"cgroup_parent", cgroup_parent},
+        {"security_context", {{"namespace_options", namespaces}}},
+        {"resources",
+         {{"cpu_period", 100000},
+          {"cpu_quota", 150000},
+          {"cpu_shares", 1536},
+          {"memory_limit_in_bytes", 256 << 20}}}}},
+  };
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Cmdline(pid_t pid) {
+  std::string s = ReadText("/proc/" + std::to_string(pid) + "/cmdline");
+  for (char& c : s) {
+    if (c == '\0') c = ' ';
+  }
+  return s;
+}
+
+pid_t ParentPid(pid_t pid) {
+  std::string stat = ReadText("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(paren + 2));
+  std::string state;
+  pid_t ppid = -1;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+std::vector<std::string> CgroupHierarchies() {
+  std::vector<std::string> roots;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/sys/fs/cgroup", ec)) {
+    if (entry.is_directory() && !entry.is_symlink()) roots.push_back(entry.path());
+  }
+  if (fs::exists("/sys/fs/cgroup/cgroup.controllers")) roots = {"/sys/fs/cgroup"};
+  return roots;
+}
+
+std::vector<std::string> CgroupsUnder(const std::string& parent) {
+  std::vector<std::string> found;
+  for (const std::string& root : CgroupHierarchies()) {
+    const std::string dir = root + parent;
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(dir, ec)) {
+      if (entry.is_directory()) found.push_back(entry.path());
+    }
+  }
+  return found;
+}
+
+bool RemoveCgroupParent(const std::string& parent) {
+  bool ok = true;
+  for (const std::string& root : CgroupHierarchies()) {
+    const std::string dir = root + parent;
+    if (!fs::exists(dir)) continue;
+    if (::rmdir(dir.c_str()) != 0) ok = false;
+  }
+  return ok;
+}
+
+}  // namespace hull::itest
