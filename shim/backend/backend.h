@@ -152,10 +152,30 @@ class Backend {
 
   // Calls `on_exit(exit status)` once, when the container's init exits. For
   // runc and crun the pid file names the init itself and the shim reaps it;
-  // runsc's names the gVisor sandbox, so runsc asks `runsc wait <id>`.
+  // runsc's names the gVisor sandbox, so runsc asks `runsc wait <id>`; the
+  // vm backend's pid is a guest pid, and the agent reports the exit.
   // Dropping the backend drops the watch.
   virtual void WatchInitExit(const std::string& id, pid_t pid,
                              std::function<void(int exit_status)> on_exit) = 0;
+
+  // The same for exec `exec_id` of container `id`, whose pid file said
+  // `pid`. The OCI CLI runtimes' execs are the shim's children (the reaper
+  // reports them); a vm backend's are guest processes, which the host's
+  // reaper must never watch (a guest pid may be a host child's too).
+  virtual void WatchExecExit(const std::string& id, const std::string& exec_id, pid_t pid,
+                             std::function<void(int exit_status)> on_exit) = 0;
+  // Drops the exit watch of a process deleted before its exit was reported
+  // (`exec_id` empty: the init), and whatever exit was kept for it.
+  virtual void ForgetExit(const std::string& id, const std::string& exec_id, pid_t pid) = 0;
+  // Sends `signal` to exec `exec_id` (pid `pid`, from its pid file). NotFound
+  // "process already finished" when it is gone.
+  virtual void SignalExec(const std::string& id, const std::string& exec_id, pid_t pid, int signal,
+                          Done done) = 0;
+  // The terminal of process `exec_id` (empty: the init) was resized to
+  // `width` x `height` on the host side. The OCI CLI runtimes' processes use
+  // that terminal itself: nothing to do.
+  virtual void ResizeTerminal(const std::string& id, const std::string& exec_id, uint32_t width,
+                              uint32_t height) = 0;
 
   // Whether `other` would be served by a backend like this one (the pod's
   // containers must share one runtime).

@@ -56,6 +56,13 @@ class FakeBackend : public Backend {
   }
   Result<uint64_t> OomKillCount(const std::string&) override { return uint64_t{0}; }
   void WatchInitExit(const std::string&, pid_t, std::function<void(int)>) override {}
+  void WatchExecExit(const std::string&, const std::string&, pid_t,
+                     std::function<void(int)>) override {}
+  void ForgetExit(const std::string&, const std::string&, pid_t) override {}
+  void SignalExec(const std::string&, const std::string&, pid_t, int, Done done) override {
+    Ok("SignalExec", std::move(done));
+  }
+  void ResizeTerminal(const std::string&, const std::string&, uint32_t, uint32_t) override {}
   bool Serves(const RuntimeOptions&) const override { return true; }
   std::string name() const override { return "fake"; }
 
