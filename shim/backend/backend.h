@@ -25,6 +25,7 @@
 #include "base/reaper.h"
 #include "base/status.h"
 #include "oci/sizing.h"
+#include "shim/backend/vm/vm_options.h"
 
 namespace google::protobuf {
 class Any;
@@ -34,7 +35,7 @@ namespace hull::shim {
 
 // How to run the runtime, from containerd's runc Options and hull's config.
 struct RuntimeOptions {
-  std::string binary_name = "runc";  // "runc", "crun", or a path
+  std::string binary_name = "runc";  // "runc", "crun", "runsc", a path, or "vm"
   std::string root;                  // runtime --root; empty: /run/containerd/<binary>
   bool systemd_cgroup = false;
   bool no_pivot_root = false;
@@ -45,6 +46,8 @@ struct RuntimeOptions {
   // Extra global flags, `--<key>=<value>` in key order: the `[runsc_config]`
   // table (runsc's own flags: network, platform, debug, debug-log, ...).
   std::map<std::string, std::string> runtime_flags;
+  // The `[vm]` table: what the vm backend (binary_name "vm") boots.
+  VmOptions vm;
   friend bool operator==(const RuntimeOptions&, const RuntimeOptions&) = default;
 };
 

@@ -98,7 +98,13 @@ void Pod::Admit(const std::string& id, const std::string& bundle, const oci::Spe
     return ctx_.loop.Post(
         [done = std::move(done), admission = std::move(admission)] { done(std::move(admission)); });
   }
-  SandboxRequest req{.id = id, .bundle = bundle, .size = admission.size};
+  // A pod that is one container (no sandbox annotations: `ctr run`) gets
+  // the policy's default size for its sandbox (a VM backend boots with it).
+  SandboxRequest req{.id = id,
+                     .bundle = bundle,
+                     .size = admission.size ? admission.size
+                                            : oci::ComputePodSize(oci::SizeSource::kNone, {},
+                                                                  nullptr, config.sizing.policy)};
   std::weak_ptr<bool> alive = alive_;
   (*backend)->PrepareSandbox(req, [this, alive, admission = std::move(admission),
                                    done = std::move(done)](Status status) mutable {
