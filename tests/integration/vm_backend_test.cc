@@ -1,0 +1,170 @@
+// The vm backend through containerd 1.6.20 and ctr: a `hull-vm` runtime
+// config (runtime = "vm") boots one QEMU micro-VM per pod under TCG with
+// hull-agent inside (docs/vm.md). The guest image is built (or found cached)
+// by tools/guest-image into <build>/guest-image, where the backend's
+// defaults find it. One guest at a time (RESOURCE_LOCK hull_agent_vm as well
+// as hull_containerd); skips, saying why, without root or QEMU.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "base/file_util.h"
+#include "base/spawn.h"
+#include "tests/integration/shim_ctr_fixture.h"
+
+namespace hull::itest {
+namespace {
+
+// Boots take 1.3 s idle and 5-15 s on the loaded 2-core CI machine.
+constexpr auto kVmTimeout = 180s;
+constexpr char kRunRoot[] = "/run/hull/vm";
+
+// tools/guest-image's image.env; empty with `why` set when it fails.
+std::map<std::string, std::string> BuildGuestImage(std::string* why) {
+  const std::string out = std::string(HULL_BINARY_DIR) + "/guest-image";
+  const std::string log = std::string(HULL_BINARY_DIR) + "/guest-image.log";
+  UniqueFd log_fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  Result<pid_t> pid = Spawn(SpawnOptions{
+      .argv = {std::string(HULL_SOURCE_DIR) + "/tools/guest-image", "--out", out, "--agent",
+               HULL_AGENT_BINARY},
+      .fds = {{1, log_fd.get()}, {2, log_fd.get()}},
+      .parent_death_signal = SIGKILL,
+  });
+  if (!pid) {
+    *why = "tools/guest-image: " + pid.error().ToString();
+    return {};
+  }
+  int status = 0;
+  while (::waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    *why = "tools/guest-image failed: " + ReadFile(log).value_or("(no log)");
+    return {};
+  }
+  std::map<std::string, std::string> vars;
+  std::istringstream in(ReadFile(out + "/image.env").value_or(""));
+  for (std::string line; std::getline(in, line);) {
+    size_t eq = line.find('=');
+    if (eq != std::string::npos) vars[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  if (vars["HULL_GUEST_KERNEL_RELEASE"].empty()) *why = "image.env names no kernel release";
+  return vars;
+}
+
+std::string HostRelease() {
+  std::ifstream in("/proc/sys/kernel/osrelease");
+  std::string release;
+  std::getline(in, release);
+  return release;
+}
+
+class VmBackendTest : public HullCtrTest {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+    if (::access("/usr/bin/qemu-system-x86_64", X_OK) != 0) {
+      GTEST_SKIP() << "no qemu-system-x86_64 (apt-get install qemu-system-x86)";
+    }
+    std::string why;
+    image_ = BuildGuestImage(&why);
+    if (!why.empty()) GTEST_SKIP() << why;
+    HullCtrTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    // The `hull-vm` runtime config: the backend's defaults find the image.
+    std::ofstream(config_) << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\n";
+  }
+
+  void TearDown() override {
+    if (HasFailure()) {
+      for (const auto& entry : fs::directory_iterator(
+               containerd_->state() + "/io.containerd.runtime.v2.task/default", ec_)) {
+        std::cerr << "console of " << entry.path().filename() << ":\n"
+                  << ReadFile(entry.path().string() + "/vm-console.log").value_or("(none)") << "\n";
+      }
+    }
+    HullCtrTest::TearDown();
+  }
+
+  // QEMU processes of this test's pods (their run directories).
+  std::vector<pid_t> Qemus() const { return ProcessesMatching(std::string(kRunRoot) + "/t"); }
+  // This test's pods' run directories.
+  std::vector<std::string> RunDirs() const {
+    std::vector<std::string> dirs;
+    for (const auto& entry : fs::directory_iterator(kRunRoot, ec_)) {
+      std::string name = entry.path().filename();
+      if (name.starts_with("t") || name.starts_with("pod")) dirs.push_back(entry.path());
+    }
+    return dirs;
+  }
+
+  std::string GuestRelease() { return image_["HULL_GUEST_KERNEL_RELEASE"]; }
+
+  std::map<std::string, std::string> image_;
+  mutable std::error_code ec_;
+};
+
+TEST_P(VmBackendTest, RunRmPrintsTheGuestKernel) {
+  CommandResult r = Run({"--rm"}, "t1", {"sh", "-c", "echo hello; uname -r"}, kVmTimeout);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_EQ(r.out, "hello\n" + GuestRelease() + "\n");
+  EXPECT_NE(GuestRelease(), HostRelease());
+  // The last delete powered the VM off and the shim is gone with it.
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty() && Qemus().empty(); }, 30s));
+  EXPECT_TRUE(RunDirs().empty());
+}
+
+TEST_P(VmBackendTest, DetachedTaskServesExecTtyPsMetricsPauseResumeKill) {
+  CommandResult r = Run({"-d"}, "t1", {"sleep", "1000"}, kVmTimeout);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_TRUE(WaitForStatus("t1", "RUNNING"));
+  EXPECT_EQ(Qemus().size(), 1u);
+
+  r = containerd_->Ctr({"task", "exec", "--exec-id", "e1", "t1", "sh", "-c",
+                        "echo exec-out; echo exec-err >&2; exit 3"},
+                       "default", 60s);
+  EXPECT_EQ(r.exit_code, 3) << r.Describe();
+  EXPECT_EQ(r.out, "exec-out\n");
+  EXPECT_NE(r.err.find("exec-err"), std::string::npos) << r.err;
+
+  // With a terminal: the guest's pty answers.
+  r = containerd_->Ctr(
+      {"task", "exec", "-t", "--exec-id", "e2", "t1", "sh", "-c", "test -t 0 && echo is-a-tty"},
+      "default", 60s);
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_NE(r.out.find("is-a-tty"), std::string::npos) << r.Describe();
+
+  // ps lists guest pids.
+  r = Ctr({"task", "ps", "t1"});
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  EXPECT_NE(r.out.find("PID"), std::string::npos) << r.out;
+
+  r = Ctr({"task", "metrics", "t1"});
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  EXPECT_NE(r.out.find("memory"), std::string::npos) << r.out;
+
+  r = Ctr({"task", "pause", "t1"});
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  EXPECT_TRUE(WaitForStatus("t1", "PAUSED"));
+  r = Ctr({"task", "resume", "t1"});
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  EXPECT_TRUE(WaitForStatus("t1", "RUNNING"));
+
+  r = Ctr({"task", "kill", "-s", "SIGKILL", "t1"});
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  EXPECT_TRUE(WaitForStatus("t1", "STOPPED"));
+  r = Ctr({"task", "rm", "t1"});
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  Ctr({"container", "rm", "t1"});
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty() && Qemus().empty(); }, 30s));
+  EXPECT_TRUE(RunDirs().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Vm, VmBackendTest, ::testing::Values(std::string("vm")));
+
+}  // namespace
+}  // namespace hull::itest
