@@ -131,12 +131,21 @@ TEST_P(VmBackendTest, DetachedTaskServesExecTtyPsMetricsPauseResumeKill) {
   EXPECT_EQ(r.out, "exec-out\n");
   EXPECT_NE(r.err.find("exec-err"), std::string::npos) << r.err;
 
-  // With a terminal: the guest's pty answers.
-  r = containerd_->Ctr(
-      {"task", "exec", "-t", "--exec-id", "e2", "t1", "sh", "-c", "test -t 0 && echo is-a-tty"},
-      "default", 60s);
-  EXPECT_EQ(r.exit_code, 0) << r.Describe();
-  EXPECT_NE(r.out.find("is-a-tty"), std::string::npos) << r.Describe();
+  // With a terminal (ctr needs one of its own: script(1)). The guest's pty
+  // gets the host terminal's size through ResizePty -> TtyWinResize: the
+  // process waits (bounded) until it reads 30 100.
+  {
+    std::string cmd = "stty rows 30 cols 100; ctr --address " + containerd_->address() +
+                      " -n default task exec -t --exec-id e2 t1 sh -c "
+                      "'[ -t 0 ] && [ -t 1 ] && echo on-a-terminal; i=0; "
+                      "while [ \"$(stty size)\" != \"30 100\" ] && [ $i -lt 100 ]; do "
+                      "sleep 0.1; i=$((i+1)); done; stty size; tty; exit 0'";
+    r = RunCommand({"script", "-qec", cmd, "/dev/null"}, 90s);
+    EXPECT_TRUE(r.ok()) << r.Describe();
+    EXPECT_NE(r.out.find("on-a-terminal"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("30 100"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("/dev/pts/"), std::string::npos) << r.out;
+  }
 
   // ps lists guest pids.
   r = Ctr({"task", "ps", "t1"});
