@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -171,6 +172,95 @@ TEST_P(VmBackendTest, DetachedTaskServesExecTtyPsMetricsPauseResumeKill) {
   Ctr({"container", "rm", "t1"});
   EXPECT_TRUE(WaitUntil([&] { return Shims().empty() && Qemus().empty(); }, 30s));
   EXPECT_TRUE(RunDirs().empty());
+}
+
+// 64 MiB asked for in a container limited to 32 MiB (the guest's cgroup
+// v2): the agent reports the OOM kill, and TaskOOM comes before TaskExit.
+TEST_P(VmBackendTest, OomKillInTheGuestIsPublishedBeforeTheExit) {
+  auto events = StartEvents();
+  ASSERT_NE(events, nullptr);
+  CommandResult r = Run({"--rm", "--memory-limit", "33554432"}, "t1",
+                        {"dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1"}, kVmTimeout);
+  EXPECT_EQ(r.exit_code, 137) << r.Describe();
+  EXPECT_TRUE(events->WaitForOutput("/tasks/delete {\"container_id\":\"t1\"", 30s))
+      << events->Output();
+  events->Stop();
+  std::vector<std::string> order;
+  for (auto& [topic, json] : ParseEvents(events->Output())) {
+    if (json.find("\"container_id\":\"t1\"") == std::string::npos) continue;
+    if (topic == "/tasks/oom" && !order.empty() && order.back() == topic) continue;
+    order.push_back(topic);
+  }
+  std::vector<std::string> expected = {"/tasks/create", "/tasks/start", "/tasks/oom", "/tasks/exit",
+                                       "/tasks/delete"};
+  EXPECT_EQ(order, expected) << events->Output();
+}
+
+// A pod of 1.5 CPU and 256 MiB (CRI's sandbox annotations): the formula
+// (docs/sizing.md) gives ceil(0.25 + 1.5) = 2 vCPUs and 64 + 256 = 320 MiB;
+// the guest has exactly 2 CPUs and at most 320 MiB, and QEMU's command line
+// has nothing to hotplug.
+TEST_P(VmBackendTest, PodSizeIsTheGuestSize) {
+  CommandResult r = Run({"-d", "--annotation", "io.kubernetes.cri.container-type=sandbox",
+                         "--annotation", "io.kubernetes.cri.sandbox-id=pod1", "--annotation",
+                         "io.kubernetes.cri.sandbox-cpu-period=100000", "--annotation",
+                         "io.kubernetes.cri.sandbox-cpu-quota=150000", "--annotation",
+                         "io.kubernetes.cri.sandbox-memory=268435456"},
+                        "pod1", {"sleep", "1000"}, kVmTimeout);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  r = containerd_->Ctr(
+      {"task", "exec", "--exec-id", "e1", "pod1", "sh", "-c", "nproc; grep MemTotal /proc/meminfo"},
+      "default", 60s);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  std::istringstream out(r.out);
+  int nproc = 0;
+  std::string label;
+  uint64_t mem_kib = 0;
+  out >> nproc >> label >> mem_kib;
+  EXPECT_EQ(nproc, 2) << r.out;
+  EXPECT_LE(mem_kib, 320u * 1024) << r.out;
+  EXPECT_GT(mem_kib, 200u * 1024) << r.out;  // the kernel keeps 46-81 MiB
+
+  std::vector<pid_t> qemus = ProcessesMatching(std::string(kRunRoot) + "/pod1/");
+  ASSERT_EQ(qemus.size(), 1u);
+  std::string cmdline = ReadFile("/proc/" + std::to_string(qemus[0]) + "/cmdline").value_or("");
+  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  EXPECT_NE(cmdline.find(" -smp 2,maxcpus=2 "), std::string::npos) << cmdline;
+  EXPECT_NE(cmdline.find(" -m 320 "), std::string::npos) << cmdline;
+  EXPECT_NE(cmdline.find(" -nodefaults "), std::string::npos) << cmdline;
+  for (const char* hotplug : {"slots=", "maxmem", "hotplug", "pc-dimm", "virtio-mem"}) {
+    EXPECT_EQ(cmdline.find(hotplug), std::string::npos) << hotplug << " in " << cmdline;
+  }
+  // QEMU is the shim's child, so in its cgroup (the pod's, when hull made one).
+  auto shims = Shims();
+  ASSERT_EQ(shims.size(), 1u);
+  EXPECT_EQ(CgroupDir(qemus[0], "memory"), CgroupDir(shims[0], "memory"));
+  RemoveContainer("pod1");
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty() && Qemus().empty(); }, 30s));
+}
+
+// The shim killed outright: QEMU dies with it (parent-death signal), and
+// containerd's cleanup (the `delete` action) leaves no run directory, share
+// mount or socket.
+TEST_P(VmBackendTest, ShimKillLeavesNoVmBehind) {
+  CommandResult r = Run({"-d"}, "t1", {"sleep", "1000"}, kVmTimeout);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  auto shims = Shims();
+  ASSERT_EQ(shims.size(), 1u);
+  ASSERT_EQ(Qemus().size(), 1u);
+  const std::string address = ReadFile(Bundle("t1") + "/address").value_or("");
+  ASSERT_EQ(::kill(shims[0], SIGKILL), 0);
+  EXPECT_TRUE(WaitUntil([&] { return Qemus().empty(); }, 30s));
+  EXPECT_TRUE(WaitForStatus("t1", "STOPPED") || Task("t1").first == 0);
+  Ctr({"task", "rm", "t1"});
+  Ctr({"container", "rm", "t1"});
+  EXPECT_TRUE(WaitUntil([&] { return RunDirs().empty(); }, 30s));
+  std::string mounts = ReadFile("/proc/self/mountinfo").value_or("");
+  EXPECT_EQ(mounts.find(std::string(kRunRoot) + "/t1"), std::string::npos);
+  if (address.starts_with("unix://")) {
+    EXPECT_TRUE(WaitUntil([&] { return ::access(address.substr(7).c_str(), F_OK) != 0; }, 30s))
+        << address;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Vm, VmBackendTest, ::testing::Values(std::string("vm")));
