@@ -263,6 +263,43 @@ TEST_P(VmBackendTest, ShimKillLeavesNoVmBehind) {
   }
 }
 
+// What cannot boot is refused with a message that says why, and leaves no
+// QEMU, run directory or shim behind.
+TEST_P(VmBackendTest, BootFailuresSayWhyAndLeaveNothing) {
+  struct Case {
+    std::string config;
+    std::vector<std::string> flags;
+    std::vector<std::string> says;
+  };
+  const std::vector<Case> cases = {
+      {"[vm]\nkernel = \"/nonexistent/vmlinux\"\n", {}, {"/nonexistent/vmlinux", "[vm] kernel"}},
+      {"[vm]\nqemu = \"no-such-qemu\"\n", {}, {"QEMU binary \"no-such-qemu\""}},
+      // Under TCG no guest answers within 300 ms.
+      {"[vm]\nagent_timeout_ms = 300\n", {}, {"agent deadline of 300 ms", "console"}},
+      // 64 CPUs: more than this host has.
+      {"",
+       {"--annotation", "io.kubernetes.cri.container-type=sandbox", "--annotation",
+        "io.kubernetes.cri.sandbox-id=t1", "--annotation",
+        "io.kubernetes.cri.sandbox-cpu-period=100000", "--annotation",
+        "io.kubernetes.cri.sandbox-cpu-quota=6400000"},
+       {"needs 65 vCPUs", "CPUs"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.config + (c.flags.empty() ? "" : c.flags.back()));
+    std::ofstream(config_) << "runtime = \"vm\"\n" << c.config;
+    std::vector<std::string> flags = {"--rm"};
+    flags.insert(flags.end(), c.flags.begin(), c.flags.end());
+    CommandResult r = Run(flags, "t1", {"true"}, kVmTimeout);
+    EXPECT_FALSE(r.ok()) << r.Describe();
+    for (const std::string& says : c.says) {
+      EXPECT_NE(r.err.find(says), std::string::npos) << says << "\n" << r.Describe();
+    }
+    Ctr({"container", "rm", "t1"});
+    EXPECT_TRUE(WaitUntil([&] { return Shims().empty() && Qemus().empty(); }, 30s));
+    EXPECT_TRUE(RunDirs().empty());
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Vm, VmBackendTest, ::testing::Values(std::string("vm")));
 
 }  // namespace
