@@ -302,8 +302,12 @@ void ContainerService::Exec(pb::ExecProcessRequest req,
                  auto it = c->execs.find(exec_id);
                  if (it == c->execs.end()) return r.Fail(NotFoundError(context + ": gone"));
                  if (!pid) {
+                   // Callers parked on the process that never ran hear why.
+                   Status failed = pid.error().WithContext(context);
+                   for (auto& w : std::exchange(it->second->waiters, {})) w.Fail(failed);
+                   it->second->stdio->FailAll(failed);
                    c->execs.erase(it);
-                   return r.Fail(pid.error().WithContext(context));
+                   return r.Fail(failed);
                  }
                  it->second->pid = *pid;
                  reaper_.Watch(*pid, [this, id, gen, exec_id](int wait_status) {
