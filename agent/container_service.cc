@@ -204,7 +204,9 @@ void ContainerService::Create(const ttrpc::CallContext&, pb::CreateContainerRequ
           if (c == nullptr) return r.Fail(NotFoundError(context + ": removed meanwhile"));
           if (!pid) {
             Forget(id);
-            return r.Fail(pid.error().WithContext(context));
+            Status failed = pid.error().WithContext(context);
+            Log(failed.ToString());
+            return r.Fail(failed);
           }
           c->init.pid = *pid;
           c->state = ContainerState::kCreated;
@@ -216,6 +218,7 @@ void ContainerService::Create(const ttrpc::CallContext&, pb::CreateContainerRequ
           // Without the watch (no memory controller) the count is still
           // read at exit, when the backend found it.
           if (watch) c->oom_watch = std::move(*watch);
+          Log("container " + id + " created, init pid " + std::to_string(*pid));
           pb::CreateContainerResponse resp;
           resp.set_pid(static_cast<uint32_t>(*pid));
           r.Reply(resp);
@@ -374,6 +377,8 @@ void ContainerService::OnExecExit(const std::string& id, uint64_t generation,
   auto it = c->execs.find(exec_id);
   if (it == c->execs.end()) return;
   SetExited(*it->second, ExitStatusFromWait(wait_status));
+  Log("container " + id + " exec " + exec_id + " exited with status " +
+      std::to_string(*it->second->exit_status));
   AnswerWaiters(*it->second);
 }
 
@@ -381,6 +386,7 @@ void ContainerService::OnInitExit(const std::string& id, uint64_t generation, in
   Container* c = Still(id, generation);
   if (c == nullptr) return;
   SetExited(c->init, exit_status);
+  Log("container " + id + " exited with status " + std::to_string(exit_status));
   if (c->state != ContainerState::kRemoving) c->state = ContainerState::kStopped;
   c->oom_watch.Reset();
   // An OOM kill is reported before the exit it caused: the host takes the
@@ -406,6 +412,7 @@ void ContainerService::CheckOom(Container& c) {
   auto count = backend_->OomKillCount(c.id);
   if (!count || *count <= c.oom_reported) return;
   c.oom_reported = *count;
+  Log("container " + c.id + ": OOM kill (memory.events oom_kill " + std::to_string(*count) + ")");
   ++c.oom_undelivered;
   oom_events_.push_back(c.id);
   DeliverOomEvents();
@@ -445,6 +452,7 @@ void ContainerService::Remove(pb::RemoveContainerRequest req,
           return r.Fail(s.WithContext("remove container " + id));
         }
         Forget(id);
+        Log("container " + id + " removed");
         r.Reply({});
       });
 }
