@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -270,7 +271,13 @@ void ContainerService::Exec(pb::ExecProcessRequest req,
   const std::string context = "exec " + exec_id + " in container " + id;
   AGENT_ASSIGN_OR_FAIL(Container * c, Find(id), r);
   if (Status s = CheckId("exec_id", exec_id); !s.ok()) return r.Fail(s.WithContext(context));
-  if (c->execs.count(exec_id) != 0) return r.Fail(AlreadyExistsError(context + ": it exists"));
+  // An exec id may be used again once its process has exited (containerd
+  // deletes an exec, then may reuse its id).
+  if (auto old = c->execs.find(exec_id); old != c->execs.end()) {
+    if (!old->second->exit_status) return r.Fail(AlreadyExistsError(context + ": it runs"));
+    old->second->stdio->FailAll(NotFoundError(context + ": replaced by a new exec"));
+    c->execs.erase(old);
+  }
   if (Status s = CheckOp(id, c->state, ContainerOp::kExec); !s.ok()) return r.Fail(s);
   auto process_json = GuestProcess(req.process_json());
   if (!process_json) return r.Fail(process_json.error().WithContext(context));
@@ -313,6 +320,9 @@ void ContainerService::Exec(pb::ExecProcessRequest req,
                    return r.Fail(failed);
                  }
                  it->second->pid = *pid;
+                 // crun has read them; an exec id may come again.
+                 ::unlink((c->dir + "/exec-" + exec_id + ".json").c_str());
+                 ::unlink((c->dir + "/exec-" + exec_id + ".pid").c_str());
                  reaper_.Watch(*pid, [this, id, gen, exec_id](int wait_status) {
                    OnExecExit(id, gen, exec_id, wait_status);
                  });
@@ -377,6 +387,7 @@ void ContainerService::OnExecExit(const std::string& id, uint64_t generation,
   auto it = c->execs.find(exec_id);
   if (it == c->execs.end()) return;
   SetExited(*it->second, ExitStatusFromWait(wait_status));
+  it->second->stdio->ProcessExited();
   Log("container " + id + " exec " + exec_id + " exited with status " +
       std::to_string(*it->second->exit_status));
   AnswerWaiters(*it->second);
@@ -386,6 +397,7 @@ void ContainerService::OnInitExit(const std::string& id, uint64_t generation, in
   Container* c = Still(id, generation);
   if (c == nullptr) return;
   SetExited(c->init, exit_status);
+  c->init.stdio->ProcessExited();
   Log("container " + id + " exited with status " + std::to_string(exit_status));
   if (c->state != ContainerState::kRemoving) c->state = ContainerState::kStopped;
   c->oom_watch.Reset();

@@ -355,8 +355,6 @@ TEST_F(AgentContainersVmTest, ContainersRunWithCrunInTheGuest) {
     json p3 = Spec({"sh", "-c", "echo out3; echo err3 >&2; exit 3"})["process"];
     auto e3 = Exec("svc", "e3", p3, Streams(false, true, true));
     ASSERT_TRUE(e3.has_value()) << e3.error().ToString();
-    EXPECT_EQ(Exec("svc", "e3", p3, Streams(false, true, true)).error().code(),
-              Code::kAlreadyExists);
     auto out3 = ReadAll("svc", "e3", false, 2);  // two bytes at a time
     ASSERT_TRUE(out3.has_value()) << out3.error().ToString();
     EXPECT_EQ(*out3, "out3\n");
@@ -364,6 +362,12 @@ TEST_F(AgentContainersVmTest, ContainersRunWithCrunInTheGuest) {
     auto w3 = Wait("svc", "e3");
     ASSERT_TRUE(w3.has_value()) << w3.error().ToString();
     EXPECT_EQ(w3->exit_status(), 3u);
+    // An exec id comes again once its process has exited.
+    auto again =
+        Exec("svc", "e3", Spec({"sh", "-c", "echo again"})["process"], Streams(false, true, false));
+    ASSERT_TRUE(again.has_value()) << again.error().ToString();
+    EXPECT_EQ(ReadAll("svc", "e3", false).value_or("?"), "again\n");
+    EXPECT_EQ(Wait("svc", "e3").value_or(pb::WaitProcessResponse()).exit_status(), 0u);
 
     // stdin: what goes in comes out, and closing it ends cat.
     auto cat = Exec("svc", "cat", Spec({"cat"})["process"], Streams(true, true, false));
@@ -411,6 +415,17 @@ TEST_F(AgentContainersVmTest, ContainersRunWithCrunInTheGuest) {
     auto sleeper =
         Exec("svc", "sleeper", Spec({"sleep", "1000"})["process"], Streams(false, false, false));
     ASSERT_TRUE(sleeper.has_value()) << sleeper.error().ToString();
+    EXPECT_EQ(Exec("svc", "sleeper", Spec({"true"})["process"], Streams(false, false, false))
+                  .error()
+                  .code(),
+              Code::kAlreadyExists);
+    // Its stdin was not asked for.
+    pb::WriteStdinRequest no_stdin;
+    no_stdin.set_container_id("svc");
+    no_stdin.set_exec_id("sleeper");
+    no_stdin.set_data("x");
+    EXPECT_EQ(Call<pb::WriteStdinResponse>("WriteStdin", no_stdin).error().code(),
+              Code::kFailedPrecondition);
     pb::ListProcessesRequest list;
     list.set_container_id("svc");
     auto listed = Call<pb::ListProcessesResponse>("ListProcesses", list);
