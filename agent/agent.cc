@@ -105,7 +105,11 @@ int RunAgent(const AgentOptions& options) {
     });
   }});
   service.Register(server);
-  ContainerService containers(**loop, **reaper, ContainerOptions{});
+  ContainerService containers(**loop, **reaper,
+                              ContainerOptions{.runtime = options.runtime,
+                                               .runtime_root = options.runtime_root,
+                                               .state_dir = options.state_dir,
+                                               .log = Log});
   containers.Register(server);
 
   PortServer port_server(**loop, server, std::move(port));

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -204,7 +205,9 @@ void ContainerService::Create(const ttrpc::CallContext&, pb::CreateContainerRequ
           if (c == nullptr) return r.Fail(NotFoundError(context + ": removed meanwhile"));
           if (!pid) {
             Forget(id);
-            return r.Fail(pid.error().WithContext(context));
+            Status failed = pid.error().WithContext(context);
+            Log(failed.ToString());
+            return r.Fail(failed);
           }
           c->init.pid = *pid;
           c->state = ContainerState::kCreated;
@@ -216,6 +219,7 @@ void ContainerService::Create(const ttrpc::CallContext&, pb::CreateContainerRequ
           // Without the watch (no memory controller) the count is still
           // read at exit, when the backend found it.
           if (watch) c->oom_watch = std::move(*watch);
+          Log("container " + id + " created, init pid " + std::to_string(*pid));
           pb::CreateContainerResponse resp;
           resp.set_pid(static_cast<uint32_t>(*pid));
           r.Reply(resp);
@@ -267,7 +271,13 @@ void ContainerService::Exec(pb::ExecProcessRequest req,
   const std::string context = "exec " + exec_id + " in container " + id;
   AGENT_ASSIGN_OR_FAIL(Container * c, Find(id), r);
   if (Status s = CheckId("exec_id", exec_id); !s.ok()) return r.Fail(s.WithContext(context));
-  if (c->execs.count(exec_id) != 0) return r.Fail(AlreadyExistsError(context + ": it exists"));
+  // An exec id may be used again once its process has exited (containerd
+  // deletes an exec, then may reuse its id).
+  if (auto old = c->execs.find(exec_id); old != c->execs.end()) {
+    if (!old->second->exit_status) return r.Fail(AlreadyExistsError(context + ": it runs"));
+    old->second->stdio->FailAll(NotFoundError(context + ": replaced by a new exec"));
+    c->execs.erase(old);
+  }
   if (Status s = CheckOp(id, c->state, ContainerOp::kExec); !s.ok()) return r.Fail(s);
   auto process_json = GuestProcess(req.process_json());
   if (!process_json) return r.Fail(process_json.error().WithContext(context));
@@ -302,10 +312,17 @@ void ContainerService::Exec(pb::ExecProcessRequest req,
                  auto it = c->execs.find(exec_id);
                  if (it == c->execs.end()) return r.Fail(NotFoundError(context + ": gone"));
                  if (!pid) {
+                   // Callers parked on the process that never ran hear why.
+                   Status failed = pid.error().WithContext(context);
+                   for (auto& w : std::exchange(it->second->waiters, {})) w.Fail(failed);
+                   it->second->stdio->FailAll(failed);
                    c->execs.erase(it);
-                   return r.Fail(pid.error().WithContext(context));
+                   return r.Fail(failed);
                  }
                  it->second->pid = *pid;
+                 // crun has read them; an exec id may come again.
+                 ::unlink((c->dir + "/exec-" + exec_id + ".json").c_str());
+                 ::unlink((c->dir + "/exec-" + exec_id + ".pid").c_str());
                  reaper_.Watch(*pid, [this, id, gen, exec_id](int wait_status) {
                    OnExecExit(id, gen, exec_id, wait_status);
                  });
@@ -370,6 +387,9 @@ void ContainerService::OnExecExit(const std::string& id, uint64_t generation,
   auto it = c->execs.find(exec_id);
   if (it == c->execs.end()) return;
   SetExited(*it->second, ExitStatusFromWait(wait_status));
+  it->second->stdio->ProcessExited();
+  Log("container " + id + " exec " + exec_id + " exited with status " +
+      std::to_string(*it->second->exit_status));
   AnswerWaiters(*it->second);
 }
 
@@ -377,6 +397,8 @@ void ContainerService::OnInitExit(const std::string& id, uint64_t generation, in
   Container* c = Still(id, generation);
   if (c == nullptr) return;
   SetExited(c->init, exit_status);
+  c->init.stdio->ProcessExited();
+  Log("container " + id + " exited with status " + std::to_string(exit_status));
   if (c->state != ContainerState::kRemoving) c->state = ContainerState::kStopped;
   c->oom_watch.Reset();
   // An OOM kill is reported before the exit it caused: the host takes the
@@ -402,6 +424,7 @@ void ContainerService::CheckOom(Container& c) {
   auto count = backend_->OomKillCount(c.id);
   if (!count || *count <= c.oom_reported) return;
   c.oom_reported = *count;
+  Log("container " + c.id + ": OOM kill (memory.events oom_kill " + std::to_string(*count) + ")");
   ++c.oom_undelivered;
   oom_events_.push_back(c.id);
   DeliverOomEvents();
@@ -441,6 +464,7 @@ void ContainerService::Remove(pb::RemoveContainerRequest req,
           return r.Fail(s.WithContext("remove container " + id));
         }
         Forget(id);
+        Log("container " + id + " removed");
         r.Reply({});
       });
 }

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -42,6 +43,9 @@ struct ContainerOptions {
   // publish TaskOOM before TaskExit. A host that does not poll OOM events
   // gets its answer after this.
   std::chrono::milliseconds oom_before_exit = std::chrono::milliseconds(2000);
+  // One line per container event (created, exited, OOM, removed) for the
+  // guest's console; optional.
+  std::function<void(const std::string&)> log;
 };
 
 class ContainerService {
@@ -111,6 +115,9 @@ class ContainerService {
   void ReleaseInitWaiters(Container& c);
   // Forgets the container: directory, backend entry, parked callers.
   void Forget(const std::string& id);
+  void Log(const std::string& line) const {
+    if (options_.log) options_.log(line);
+  }
 
   EventLoop& loop_;
   Reaper& reaper_;

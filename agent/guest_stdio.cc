@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <string>
+#include <utility>
 
 // The console socket the shim uses for runc and crun (--console-socket),
 // shared rather than written twice; the agent links hull_shim's archive.
@@ -37,10 +38,11 @@ Status MakePipe(UniqueFd& read_end, UniqueFd& write_end, bool agent_reads) {
 
 }  // namespace
 
-void OutputStream::Attach(int fd, bool is_pty) {
+void OutputStream::Attach(int fd, bool is_pty, std::function<void()> on_eof) {
   fd_ = fd;
   is_pty_ = is_pty;
   attached_ = true;
+  on_eof_ = std::move(on_eof);
   if (fd_ < 0) SetEof();
   Serve();
 }
@@ -92,6 +94,8 @@ void OutputStream::Serve() {
 void OutputStream::SetEof() {
   eof_ = true;
   watch_.Reset();
+  fd_ = -1;
+  if (auto on_eof = std::exchange(on_eof_, nullptr)) on_eof();
   polls_.AnswerAll([](ttrpc::TypedResponder<pb::ReadStreamResponse>& r) {
     pb::ReadStreamResponse resp;
     resp.set_eof(true);
@@ -125,8 +129,11 @@ Result<std::unique_ptr<GuestStdio>> GuestStdio::Create(EventLoop& loop, const pb
   if (request.stdin()) HULL_RETURN_IF_ERROR(MakePipe(io->stdin_r_, io->stdin_w_, false));
   if (request.stdout()) HULL_RETURN_IF_ERROR(MakePipe(io->stdout_r_, io->stdout_w_, true));
   if (request.stderr()) HULL_RETURN_IF_ERROR(MakePipe(io->stderr_r_, io->stderr_w_, true));
-  io->out_->Attach(io->stdout_r_ ? io->stdout_r_.get() : -1, false);
-  io->err_->Attach(io->stderr_r_ ? io->stderr_r_.get() : -1, false);
+  GuestStdio* self = io.get();
+  io->out_->Attach(io->stdout_r_ ? io->stdout_r_.get() : -1, false,
+                   [self] { self->stdout_r_.reset(); });
+  io->err_->Attach(io->stderr_r_ ? io->stderr_r_.get() : -1, false,
+                   [self] { self->stderr_r_.reset(); });
   return io;
 }
 
@@ -157,7 +164,8 @@ void GuestStdio::ReceiveMaster(std::function<void(Status)> on_master) {
     master_ = std::move(*master);
     Status s = SetNonblocking(master_.get());
     if (!s.ok()) return on_master(s);
-    out_->Attach(master_.get(), true);
+    // Once the terminal's output has ended nothing else can use it.
+    out_->Attach(master_.get(), true, [this] { master_.reset(); });
     err_->Attach(-1, false);
     on_master(Status::Ok());
   });
@@ -167,7 +175,7 @@ Result<uint32_t> GuestStdio::WriteStdin(const std::string& data) {
   if (!stdin_wanted_) return FailedPreconditionError("the process was started without stdin");
   if (stdin_closed_) return FailedPreconditionError("stdin is closed");
   int fd = terminal_ ? master_.get() : stdin_w_.get();
-  if (fd < 0) return FailedPreconditionError("stdin is not open");
+  if (fd < 0) return FailedPreconditionError("stdin is not open (the process has exited)");
   if (data.empty()) return 0u;
   ssize_t n = ::write(fd, data.data(), data.size());
   if (n < 0) {
@@ -176,6 +184,10 @@ Result<uint32_t> GuestStdio::WriteStdin(const std::string& data) {
     return ErrnoError("write stdin");
   }
   return static_cast<uint32_t>(n);
+}
+
+void GuestStdio::ProcessExited() {
+  if (!terminal_) stdin_w_.reset();
 }
 
 Status GuestStdio::CloseStdin() {
@@ -188,7 +200,7 @@ Status GuestStdio::CloseStdin() {
 
 Status GuestStdio::Resize(uint32_t rows, uint32_t columns) {
   if (!terminal_) return FailedPreconditionError("the process has no terminal");
-  if (!master_) return FailedPreconditionError("the terminal is not there yet");
+  if (!master_) return FailedPreconditionError("the terminal is not open");
   winsize ws{};
   ws.ws_row = static_cast<unsigned short>(rows);
   ws.ws_col = static_cast<unsigned short>(columns);

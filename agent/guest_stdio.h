@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,9 +32,10 @@ inline constexpr uint32_t kMaxReadBytes = 1024 * 1024;
 class OutputStream {
  public:
   explicit OutputStream(EventLoop& loop) : loop_(loop), polls_(loop) {}
-  // `fd` nonblocking; `is_pty`: EIO means EOF (the terminal's last holder
-  // closed it). An unset fd is a stream the host did not ask for: EOF.
-  void Attach(int fd, bool is_pty);
+  // `fd` nonblocking, borrowed; `is_pty`: EIO means EOF (the terminal's
+  // last holder closed it). An unset fd is a stream the host did not ask
+  // for: EOF. `on_eof` runs once at EOF (the owner closes the descriptor).
+  void Attach(int fd, bool is_pty, std::function<void()> on_eof = nullptr);
   void Read(const ttrpc::CallContext& context, uint32_t max_bytes,
             ttrpc::TypedResponder<v1::ReadStreamResponse> responder);
   // Answers every parked reader (the container is removed).
@@ -51,6 +53,7 @@ class OutputStream {
   bool eof_ = false;
   EventHandle watch_;
   LongPolls<v1::ReadStreamResponse> polls_;
+  std::function<void()> on_eof_;
 };
 
 class GuestStdio {
@@ -73,6 +76,10 @@ class GuestStdio {
   void ReceiveMaster(std::function<void(Status)> on_master);
 
   bool terminal() const { return terminal_; }
+  // The process has exited: stdin goes (nobody reads it any more). Output
+  // descriptors close when their stream reaches EOF, so a finished process
+  // holds no descriptor once the host has read everything.
+  void ProcessExited();
   // How much of `data` went in (0 when the pipe is full: the host retries).
   Result<uint32_t> WriteStdin(const std::string& data);
   Status CloseStdin();

@@ -45,7 +45,9 @@ Status MakeRootfs(const std::string& dir) {
 }
 
 // A runtime-spec config.json for the busybox root filesystem, read-only
-// (every container of the test shares it).
+// (every container of the test shares it), with what containerd's default
+// spec has (capabilities, rlimits, the device cgroup, masked and read-only
+// paths, mqueue and cgroup mounts) and a seccomp filter.
 json Spec(std::vector<std::string> args, bool terminal = false) {
   json mounts = json::array({
       {{"destination", "/proc"}, {"type", "proc"}, {"source", "proc"}},
@@ -65,7 +67,29 @@ json Spec(std::vector<std::string> args, bool terminal = false) {
        {"type", "sysfs"},
        {"source", "sysfs"},
        {"options", {"nosuid", "noexec", "nodev", "ro"}}},
+      {{"destination", "/dev/mqueue"},
+       {"type", "mqueue"},
+       {"source", "mqueue"},
+       {"options", {"nosuid", "noexec", "nodev"}}},
+      {{"destination", "/sys/fs/cgroup"},
+       {"type", "cgroup"},
+       {"source", "cgroup"},
+       {"options", {"nosuid", "noexec", "nodev", "relatime", "ro"}}},
   });
+  json caps = {"CAP_CHOWN",   "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",
+               "CAP_MKNOD",   "CAP_NET_RAW",      "CAP_SETGID",           "CAP_SETUID",
+               "CAP_SETFCAP", "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
+               "CAP_KILL",    "CAP_AUDIT_WRITE"};
+  json devices = json::array({{{"allow", false}, {"access", "rwm"}}});
+  for (int minor : {3, 5, 7, 8, 9}) {  // null, zero, full, random, urandom
+    devices.push_back(
+        {{"allow", true}, {"type", "c"}, {"major", 1}, {"minor", minor}, {"access", "rwm"}});
+  }
+  devices.push_back(
+      {{"allow", true}, {"type", "c"}, {"major", 5}, {"minor", 0}, {"access", "rwm"}});
+  devices.push_back({{"allow", true}, {"type", "c"}, {"major", 136}, {"access", "rwm"}});
+  devices.push_back(
+      {{"allow", true}, {"type", "c"}, {"major", 5}, {"minor", 2}, {"access", "rwm"}});
   return json{
       {"ociVersion", "1.0.2"},
       {"process",
@@ -75,6 +99,9 @@ json Spec(std::vector<std::string> args, bool terminal = false) {
         {"env", {"PATH=/bin", "TERM=xterm"}},
         {"cwd", "/"},
         {"noNewPrivileges", true},
+        {"capabilities",
+         {{"bounding", caps}, {"effective", caps}, {"permitted", caps}, {"inheritable", caps}}},
+        {"rlimits", {{{"type", "RLIMIT_NOFILE"}, {"hard", 1024}, {"soft", 1024}}}},
         // What the host's spec carries and the guest has no use for: the
         // agent drops it.
         {"apparmorProfile", "cri-containerd.apparmor.d"}}},
@@ -83,6 +110,13 @@ json Spec(std::vector<std::string> args, bool terminal = false) {
       {"mounts", mounts},
       {"linux",
        {{"cgroupsPath", "/host/path/the/agent/replaces"},
+        {"resources", {{"devices", devices}}},
+        {"maskedPaths", {"/proc/kcore", "/proc/keys", "/sys/firmware"}},
+        {"readonlyPaths", {"/proc/bus", "/proc/sys", "/proc/sysrq-trigger"}},
+        {"seccomp",
+         {{"defaultAction", "SCMP_ACT_ALLOW"},
+          {"architectures", {"SCMP_ARCH_X86_64"}},
+          {"syscalls", {{{"names", {"syslog", "kexec_load"}}, {"action", "SCMP_ACT_ERRNO"}}}}}},
         {"namespaces",
          {{{"type", "pid"}},
           {{"type", "ipc"}},
@@ -321,8 +355,6 @@ TEST_F(AgentContainersVmTest, ContainersRunWithCrunInTheGuest) {
     json p3 = Spec({"sh", "-c", "echo out3; echo err3 >&2; exit 3"})["process"];
     auto e3 = Exec("svc", "e3", p3, Streams(false, true, true));
     ASSERT_TRUE(e3.has_value()) << e3.error().ToString();
-    EXPECT_EQ(Exec("svc", "e3", p3, Streams(false, true, true)).error().code(),
-              Code::kAlreadyExists);
     auto out3 = ReadAll("svc", "e3", false, 2);  // two bytes at a time
     ASSERT_TRUE(out3.has_value()) << out3.error().ToString();
     EXPECT_EQ(*out3, "out3\n");
@@ -330,6 +362,12 @@ TEST_F(AgentContainersVmTest, ContainersRunWithCrunInTheGuest) {
     auto w3 = Wait("svc", "e3");
     ASSERT_TRUE(w3.has_value()) << w3.error().ToString();
     EXPECT_EQ(w3->exit_status(), 3u);
+    // An exec id comes again once its process has exited.
+    auto again =
+        Exec("svc", "e3", Spec({"sh", "-c", "echo again"})["process"], Streams(false, true, false));
+    ASSERT_TRUE(again.has_value()) << again.error().ToString();
+    EXPECT_EQ(ReadAll("svc", "e3", false).value_or("?"), "again\n");
+    EXPECT_EQ(Wait("svc", "e3").value_or(pb::WaitProcessResponse()).exit_status(), 0u);
 
     // stdin: what goes in comes out, and closing it ends cat.
     auto cat = Exec("svc", "cat", Spec({"cat"})["process"], Streams(true, true, false));
@@ -377,6 +415,17 @@ TEST_F(AgentContainersVmTest, ContainersRunWithCrunInTheGuest) {
     auto sleeper =
         Exec("svc", "sleeper", Spec({"sleep", "1000"})["process"], Streams(false, false, false));
     ASSERT_TRUE(sleeper.has_value()) << sleeper.error().ToString();
+    EXPECT_EQ(Exec("svc", "sleeper", Spec({"true"})["process"], Streams(false, false, false))
+                  .error()
+                  .code(),
+              Code::kAlreadyExists);
+    // Its stdin was not asked for.
+    pb::WriteStdinRequest no_stdin;
+    no_stdin.set_container_id("svc");
+    no_stdin.set_exec_id("sleeper");
+    no_stdin.set_data("x");
+    EXPECT_EQ(Call<pb::WriteStdinResponse>("WriteStdin", no_stdin).error().code(),
+              Code::kFailedPrecondition);
     pb::ListProcessesRequest list;
     list.set_container_id("svc");
     auto listed = Call<pb::ListProcessesResponse>("ListProcesses", list);
@@ -437,7 +486,7 @@ TEST_F(AgentContainersVmTest, ContainersRunWithCrunInTheGuest) {
   {
     SCOPED_TRACE("an OOM kill is reported before the exit it caused");
     json spec = Spec({"dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1"});
-    spec["linux"]["resources"] = {{"memory", {{"limit", 32 << 20}, {"swap", 32 << 20}}}};
+    spec["linux"]["resources"]["memory"] = {{"limit", 32 << 20}, {"swap", 32 << 20}};
     std::vector<std::string> order;
     std::optional<Result<pb::GetOOMEventResponse>> oom;
     std::optional<Result<pb::WaitProcessResponse>> exit;
