@@ -26,6 +26,7 @@ struct VmBackend::Boot {
   uint32_t vcpus = 0;
   uint64_t memory_mib = 0;
   std::string hostname;
+  EventLoop::Clock::time_point started;  // QEMU spawned
   EventLoop::Clock::time_point deadline;
   std::chrono::milliseconds timeout{0};
   EventHandle retry;
@@ -133,11 +134,12 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
   reaper_.Watch(qemu_pid_, [this, alive](int wait_status) {
     if (!alive.expired()) OnQemuExit(wait_status);
   });
-  nlohmann::json record = {{"qemu_pid", qemu_pid_}, {"run_dir", run_dir_}, {"qemu", assets->qemu}};
+  nlohmann::json record = {{"qemu_pid", qemu_pid_}, {"run_dir", run_dir_}};
   Status recorded = WriteFileAtomic(bundle_ + "/" + std::string(kVmRecordFile), record.dump());
   if (!recorded.ok()) return FailBoot(boot, recorded);
 
-  boot->deadline = EventLoop::Clock::now() + boot->timeout;
+  boot->started = EventLoop::Clock::now();
+  boot->deadline = boot->started + boot->timeout;
   // QEMU gone before the agent answered: fail with its reason.
   on_qemu_exit_.push_back([this, alive, boot] {
     if (alive.expired() || boot->finished) return;
@@ -198,6 +200,16 @@ void VmBackend::SayHello(std::shared_ptr<Boot> boot) {
                             " bytes for a VM of " + std::to_string(boot->vcpus) + " vCPUs and " +
                             std::to_string(boot->memory_mib) + " MiB"));
         }
+        // QEMU start to the agent's Hello, in the record (bench/, logs).
+        auto ready = std::chrono::duration_cast<std::chrono::milliseconds>(EventLoop::Clock::now() -
+                                                                           boot->started);
+        nlohmann::json record = {{"qemu_pid", qemu_pid_},
+                                 {"run_dir", run_dir_},
+                                 {"agent_ready_ms", ready.count()},
+                                 {"guest_vcpus", r->vcpus()},
+                                 {"guest_memory_bytes", r->memory_bytes()},
+                                 {"guest_kernel", r->kernel_release()}};
+        WriteFileAtomic(bundle_ + "/" + std::string(kVmRecordFile), record.dump()).IgnoreError();
         pb::CreateSandboxRequest create;
         create.set_sandbox_id(sandbox_id_);
         create.set_hostname(boot->hostname);
