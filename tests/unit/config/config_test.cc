@@ -333,9 +333,9 @@ TEST_F(ConfigTest, VmBadKeysAndValuesAreRefusedWithTheLine) {
 
 // ---- [runsc_config] ----
 
-    TEST_F(ConfigTest, RunscConfigStringsBoolsAndInts) {
-      ShimConfig c;
-      Status s = ApplyToml(R"(binary_name = "runsc"
+TEST_F(ConfigTest, RunscConfigStringsBoolsAndInts) {
+  ShimConfig c;
+  Status s = ApplyToml(R"(binary_name = "runsc"
 root = "/run/hull/runsc"
 [runsc_config]
 network = "none"
@@ -345,305 +345,300 @@ watchdog-action = "panic"
 num-network-channels = 4
 debug_log = "/var/log/runsc/%ID%/"
 )",
-                           "runsc.toml", c);
-      ASSERT_TRUE(s.ok()) << s.ToString();
-      EXPECT_EQ(c.runtime.binary_name, "runsc");  // gVisor's name for `runtime`
-      EXPECT_EQ(c.runtime.root, "/run/hull/runsc");
-      const std::map<std::string, std::string> want = {
-          {"debug", "true"},    {"debug_log", "/var/log/runsc/%ID%/"},
-          {"network", "none"},  {"num-network-channels", "4"},
-          {"overlay", "false"}, {"watchdog-action", "panic"},
-      };
-      EXPECT_EQ(c.runtime.runtime_flags, want);
-      ShimConfig empty;
-      ASSERT_TRUE(ApplyToml("[runsc_config]\n", "test", empty).ok());
-      EXPECT_TRUE(empty.runtime.runtime_flags.empty());
-    }
+                       "runsc.toml", c);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(c.runtime.binary_name, "runsc");  // gVisor's name for `runtime`
+  EXPECT_EQ(c.runtime.root, "/run/hull/runsc");
+  const std::map<std::string, std::string> want = {
+      {"debug", "true"},    {"debug_log", "/var/log/runsc/%ID%/"},
+      {"network", "none"},  {"num-network-channels", "4"},
+      {"overlay", "false"}, {"watchdog-action", "panic"},
+  };
+  EXPECT_EQ(c.runtime.runtime_flags, want);
+  ShimConfig empty;
+  ASSERT_TRUE(ApplyToml("[runsc_config]\n", "test", empty).ok());
+  EXPECT_TRUE(empty.runtime.runtime_flags.empty());
+}
 
-    TEST_F(ConfigTest, RunscConfigBadNamesAndTypesNameTheFileAndLine) {
-      struct Bad {
-        const char* text;
-        const char* says;
-      };
-      for (const Bad& bad : {
-               Bad{"[runsc_config]\nnetwork = \"none\"\n\"--root\" = \"/x\"", "not a flag name"},
-               Bad{"[runsc_config]\n\"Network\" = \"none\"", "not a flag name"},
-               Bad{"[runsc_config]\n\"net work\" = \"none\"", "not a flag name"},
-               Bad{"[runsc_config]\n\"a=b\" = \"c\"", "not a flag name"},
-               Bad{"[runsc_config]\n\"\" = \"c\"", "not a flag name"},
-               Bad{"[runsc_config]\nx = 1.5", "expected a string, boolean or integer"},
-               Bad{"[runsc_config]\nx = [\"a\"]", "expected a string, boolean or integer"},
-               Bad{"[runsc_config]\nx = 1979-05-27", "expected a string, boolean or integer"},
-               Bad{"[runsc_config]\n[runsc_config.x]\ny = 1",
-                   "expected a string, boolean or integer"},
-               Bad{"runsc_config = \"network=none\"", "unknown key \"runsc_config\""},
-           }) {
-        ShimConfig c = EveryKey();
-        c.runtime.runtime_flags = {{"platform", "ptrace"}};
-        ShimConfig before = c;
-        Status s = ApplyToml(bad.text, "/etc/hull/runsc.toml", c);
-        EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad.text;
-        EXPECT_NE(s.message().find("/etc/hull/runsc.toml: line "), std::string::npos)
-            << bad.text << ": " << s.message();
-        EXPECT_NE(s.message().find(bad.says), std::string::npos) << bad.text << ": " << s.message();
-        EXPECT_EQ(c, before) << bad.text;  // nothing applied, not even the good keys
-      }
-      // The line is the bad key's.
-      ShimConfig c;
-      Status s = ApplyToml("[runsc_config]\nnetwork = \"none\"\n\ndebug = 0.5\n", "f.toml", c);
-      EXPECT_NE(s.message().find("f.toml: line 4: [runsc_config] debug:"), std::string::npos)
-          << s.message();
-    }
+TEST_F(ConfigTest, RunscConfigBadNamesAndTypesNameTheFileAndLine) {
+  struct Bad {
+    const char* text;
+    const char* says;
+  };
+  for (const Bad& bad : {
+           Bad{"[runsc_config]\nnetwork = \"none\"\n\"--root\" = \"/x\"", "not a flag name"},
+           Bad{"[runsc_config]\n\"Network\" = \"none\"", "not a flag name"},
+           Bad{"[runsc_config]\n\"net work\" = \"none\"", "not a flag name"},
+           Bad{"[runsc_config]\n\"a=b\" = \"c\"", "not a flag name"},
+           Bad{"[runsc_config]\n\"\" = \"c\"", "not a flag name"},
+           Bad{"[runsc_config]\nx = 1.5", "expected a string, boolean or integer"},
+           Bad{"[runsc_config]\nx = [\"a\"]", "expected a string, boolean or integer"},
+           Bad{"[runsc_config]\nx = 1979-05-27", "expected a string, boolean or integer"},
+           Bad{"[runsc_config]\n[runsc_config.x]\ny = 1", "expected a string, boolean or integer"},
+           Bad{"runsc_config = \"network=none\"", "unknown key \"runsc_config\""},
+       }) {
+    ShimConfig c = EveryKey();
+    c.runtime.runtime_flags = {{"platform", "ptrace"}};
+    ShimConfig before = c;
+    Status s = ApplyToml(bad.text, "/etc/hull/runsc.toml", c);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad.text;
+    EXPECT_NE(s.message().find("/etc/hull/runsc.toml: line "), std::string::npos)
+        << bad.text << ": " << s.message();
+    EXPECT_NE(s.message().find(bad.says), std::string::npos) << bad.text << ": " << s.message();
+    EXPECT_EQ(c, before) << bad.text;  // nothing applied, not even the good keys
+  }
+  // The line is the bad key's.
+  ShimConfig c;
+  Status s = ApplyToml("[runsc_config]\nnetwork = \"none\"\n\ndebug = 0.5\n", "f.toml", c);
+  EXPECT_NE(s.message().find("f.toml: line 4: [runsc_config] debug:"), std::string::npos)
+      << s.message();
+}
 
-    TEST_F(ConfigTest, RunscConfigLayersKeyByKey) {
-      // The config file, then the runtime handler's config_path, then its body.
-      std::string file = Write("config.toml",
-                               "runtime = \"runsc\"\n[runsc_config]\nnetwork = \"none\"\n"
-                               "platform = \"ptrace\"\n");
-      std::string handler =
-          Write("handler.toml", "[runsc_config]\nplatform = \"kvm\"\ndebug = true\n");
-      auto c = ResolveConfig(file, nullptr);
-      ASSERT_TRUE(c.has_value()) << c.error().ToString();
-      google::protobuf::Any options = RuntimeOptionsAny(handler, "[runsc_config]\ndebug = false\n");
-      ASSERT_TRUE(ApplyOptions(options, *c).ok());
-      const std::map<std::string, std::string> want = {
-          {"debug", "false"}, {"network", "none"}, {"platform", "kvm"}};
-      EXPECT_EQ(c->runtime.runtime_flags, want);
-      EXPECT_EQ(c->runtime.binary_name, "runsc");
-      // A later layer without the table keeps the flags.
-      ASSERT_TRUE(ApplyToml("log_level = \"debug\"", "test", *c).ok());
-      EXPECT_EQ(c->runtime.runtime_flags, want);
-      // Flags are part of equality (the bundle copy is compared whole).
-      ShimConfig other = *c;
-      other.runtime.runtime_flags["debug"] = "true";
-      EXPECT_FALSE(other == *c);
-    }
+TEST_F(ConfigTest, RunscConfigLayersKeyByKey) {
+  // The config file, then the runtime handler's config_path, then its body.
+  std::string file = Write("config.toml",
+                           "runtime = \"runsc\"\n[runsc_config]\nnetwork = \"none\"\n"
+                           "platform = \"ptrace\"\n");
+  std::string handler = Write("handler.toml", "[runsc_config]\nplatform = \"kvm\"\ndebug = true\n");
+  auto c = ResolveConfig(file, nullptr);
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  google::protobuf::Any options = RuntimeOptionsAny(handler, "[runsc_config]\ndebug = false\n");
+  ASSERT_TRUE(ApplyOptions(options, *c).ok());
+  const std::map<std::string, std::string> want = {
+      {"debug", "false"}, {"network", "none"}, {"platform", "kvm"}};
+  EXPECT_EQ(c->runtime.runtime_flags, want);
+  EXPECT_EQ(c->runtime.binary_name, "runsc");
+  // A later layer without the table keeps the flags.
+  ASSERT_TRUE(ApplyToml("log_level = \"debug\"", "test", *c).ok());
+  EXPECT_EQ(c->runtime.runtime_flags, want);
+  // Flags are part of equality (the bundle copy is compared whole).
+  ShimConfig other = *c;
+  other.runtime.runtime_flags["debug"] = "true";
+  EXPECT_FALSE(other == *c);
+}
 
-    TEST_F(ConfigTest, RunscConfigRoundTrip) {
-      ShimConfig c = EveryKey();
-      c.runtime.binary_name = "runsc";
-      c.runtime.runtime_flags = {{"debug", "true"},
-                                 {"debug-log", "/var/log/runsc/"},
-                                 {"network", "none"},
-                                 {"num-network-channels", "4"},
-                                 {"quoted", "a \"b\" \\ c"}};
-      std::string text = ToToml(c);
-      EXPECT_NE(text.find("[runsc_config]"), std::string::npos) << text;
-      ShimConfig back;
-      Status s = ApplyToml(text, "round trip", back);
-      ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << text;
-      EXPECT_EQ(back, c);
-      // And through the bundle copy the server reads.
-      fs::create_directories(root_ / "bundle");
-      ASSERT_TRUE(WriteBundleConfig((root_ / "bundle").string(), c).ok());
-      auto stored = ReadBundleConfig((root_ / "bundle").string());
-      ASSERT_TRUE(stored.has_value()) << stored.error().ToString();
-      EXPECT_EQ(*stored, c);
-    }
+TEST_F(ConfigTest, RunscConfigRoundTrip) {
+  ShimConfig c = EveryKey();
+  c.runtime.binary_name = "runsc";
+  c.runtime.runtime_flags = {{"debug", "true"},
+                             {"debug-log", "/var/log/runsc/"},
+                             {"network", "none"},
+                             {"num-network-channels", "4"},
+                             {"quoted", "a \"b\" \\ c"}};
+  std::string text = ToToml(c);
+  EXPECT_NE(text.find("[runsc_config]"), std::string::npos) << text;
+  ShimConfig back;
+  Status s = ApplyToml(text, "round trip", back);
+  ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << text;
+  EXPECT_EQ(back, c);
+  // And through the bundle copy the server reads.
+  fs::create_directories(root_ / "bundle");
+  ASSERT_TRUE(WriteBundleConfig((root_ / "bundle").string(), c).ok());
+  auto stored = ReadBundleConfig((root_ / "bundle").string());
+  ASSERT_TRUE(stored.has_value()) << stored.error().ToString();
+  EXPECT_EQ(*stored, c);
+}
 
-    TEST_F(ConfigTest, ConfigFile) {
-      auto missing = LoadConfigFile((root_ / "missing.toml").string());
-      ASSERT_TRUE(missing.has_value());
-      EXPECT_EQ(*missing, ShimConfig());
+TEST_F(ConfigTest, ConfigFile) {
+  auto missing = LoadConfigFile((root_ / "missing.toml").string());
+  ASSERT_TRUE(missing.has_value());
+  EXPECT_EQ(*missing, ShimConfig());
 
-      auto good = LoadConfigFile(Write("good.toml", kEveryKey));
-      ASSERT_TRUE(good.has_value());
-      EXPECT_EQ(*good, EveryKey());
+  auto good = LoadConfigFile(Write("good.toml", kEveryKey));
+  ASSERT_TRUE(good.has_value());
+  EXPECT_EQ(*good, EveryKey());
 
-      auto bad = LoadConfigFile(Write("bad.toml", "nope = 1"));
-      ASSERT_FALSE(bad.has_value());
-      EXPECT_EQ(bad.error().code(), Code::kInvalidArgument);
+  auto bad = LoadConfigFile(Write("bad.toml", "nope = 1"));
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code(), Code::kInvalidArgument);
 
-      EXPECT_EQ(ConfigFilePath(nullptr), "/etc/hull/config.toml");
-      EXPECT_EQ(ConfigFilePath(""), "/etc/hull/config.toml");
-      EXPECT_EQ(ConfigFilePath("/x.toml"), "/x.toml");
-    }
+  EXPECT_EQ(ConfigFilePath(nullptr), "/etc/hull/config.toml");
+  EXPECT_EQ(ConfigFilePath(""), "/etc/hull/config.toml");
+  EXPECT_EQ(ConfigFilePath("/x.toml"), "/x.toml");
+}
 
-    TEST_F(ConfigTest, RuncOptions) {
-      containerd::runc::v1::Options o;
-      o.set_binary_name("crun");
-      o.set_root("/run/r");
-      o.set_systemd_cgroup(true);
-      o.set_no_pivot_root(true);
-      o.set_no_new_keyring(true);
-      o.set_shim_cgroup("/shims");
-      o.set_io_uid(7);
-      o.set_io_gid(8);
-      o.set_criu_path("/c");
-      o.set_criu_image_path("/ci");
-      o.set_criu_work_path("/cw");
-      o.set_task_api_address("ignored");
-      ShimConfig c;
-      ASSERT_TRUE(ApplyOptions(RuncAny(o), c).ok());
-      EXPECT_EQ(c.runtime.binary_name, "crun");
-      EXPECT_EQ(c.runtime.root, "/run/r");
-      EXPECT_TRUE(c.runtime.systemd_cgroup);
-      EXPECT_TRUE(c.runtime.no_pivot_root);
-      EXPECT_TRUE(c.runtime.no_new_keyring);
-      EXPECT_EQ(c.shim_cgroup, "/shims");
-      EXPECT_EQ(c.io_uid, 7u);
-      EXPECT_EQ(c.io_gid, 8u);
-      EXPECT_EQ(c.runtime.criu_path, "/c");
-      EXPECT_EQ(c.runtime.criu_image_path, "/ci");
-      EXPECT_EQ(c.runtime.criu_work_path, "/cw");
-    }
+TEST_F(ConfigTest, RuncOptions) {
+  containerd::runc::v1::Options o;
+  o.set_binary_name("crun");
+  o.set_root("/run/r");
+  o.set_systemd_cgroup(true);
+  o.set_no_pivot_root(true);
+  o.set_no_new_keyring(true);
+  o.set_shim_cgroup("/shims");
+  o.set_io_uid(7);
+  o.set_io_gid(8);
+  o.set_criu_path("/c");
+  o.set_criu_image_path("/ci");
+  o.set_criu_work_path("/cw");
+  o.set_task_api_address("ignored");
+  ShimConfig c;
+  ASSERT_TRUE(ApplyOptions(RuncAny(o), c).ok());
+  EXPECT_EQ(c.runtime.binary_name, "crun");
+  EXPECT_EQ(c.runtime.root, "/run/r");
+  EXPECT_TRUE(c.runtime.systemd_cgroup);
+  EXPECT_TRUE(c.runtime.no_pivot_root);
+  EXPECT_TRUE(c.runtime.no_new_keyring);
+  EXPECT_EQ(c.shim_cgroup, "/shims");
+  EXPECT_EQ(c.io_uid, 7u);
+  EXPECT_EQ(c.io_gid, 8u);
+  EXPECT_EQ(c.runtime.criu_path, "/c");
+  EXPECT_EQ(c.runtime.criu_image_path, "/ci");
+  EXPECT_EQ(c.runtime.criu_work_path, "/cw");
+}
 
-    // containerd 1.6's client (WithShimCgroup) sends the runctypes form to
-    // runtimes not named io.containerd.runc.*.
-    TEST_F(ConfigTest, RuncCreateOptionsSetTheirKeys) {
-      containerd::linux::runc::CreateOptions o;
-      o.set_no_pivot_root(true);
-      o.set_no_new_keyring(true);
-      o.set_shim_cgroup("/shims");
-      o.set_io_uid(7);
-      o.set_io_gid(8);
-      o.set_criu_image_path("/ci");
-      o.set_criu_work_path("/cw");
-      o.set_open_tcp(true);  // a restore setting: accepted, no key
-      google::protobuf::Any any;
-      any.set_type_url("containerd.linux.runc.CreateOptions");
-      any.set_value(o.SerializeAsString());
-      ShimConfig c;
-      Status s = ApplyOptions(any, c);
-      ASSERT_TRUE(s.ok()) << s.ToString();
-      EXPECT_TRUE(c.runtime.no_pivot_root);
-      EXPECT_TRUE(c.runtime.no_new_keyring);
-      EXPECT_EQ(c.shim_cgroup, "/shims");
-      EXPECT_EQ(c.io_uid, 7u);
-      EXPECT_EQ(c.io_gid, 8u);
-      EXPECT_EQ(c.runtime.criu_image_path, "/ci");
-      EXPECT_EQ(c.runtime.criu_work_path, "/cw");
-      EXPECT_EQ(c.runtime.binary_name, ShimConfig().runtime.binary_name);
+// containerd 1.6's client (WithShimCgroup) sends the runctypes form to
+// runtimes not named io.containerd.runc.*.
+TEST_F(ConfigTest, RuncCreateOptionsSetTheirKeys) {
+  containerd::linux::runc::CreateOptions o;
+  o.set_no_pivot_root(true);
+  o.set_no_new_keyring(true);
+  o.set_shim_cgroup("/shims");
+  o.set_io_uid(7);
+  o.set_io_gid(8);
+  o.set_criu_image_path("/ci");
+  o.set_criu_work_path("/cw");
+  o.set_open_tcp(true);  // a restore setting: accepted, no key
+  google::protobuf::Any any;
+  any.set_type_url("containerd.linux.runc.CreateOptions");
+  any.set_value(o.SerializeAsString());
+  ShimConfig c;
+  Status s = ApplyOptions(any, c);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(c.runtime.no_pivot_root);
+  EXPECT_TRUE(c.runtime.no_new_keyring);
+  EXPECT_EQ(c.shim_cgroup, "/shims");
+  EXPECT_EQ(c.io_uid, 7u);
+  EXPECT_EQ(c.io_gid, 8u);
+  EXPECT_EQ(c.runtime.criu_image_path, "/ci");
+  EXPECT_EQ(c.runtime.criu_work_path, "/cw");
+  EXPECT_EQ(c.runtime.binary_name, ShimConfig().runtime.binary_name);
 
-      // Unset fields keep the config file's values; a malformed one changes nothing.
-      c = EveryKey();
-      any.set_value(containerd::linux::runc::CreateOptions().SerializeAsString());
-      ASSERT_TRUE(ApplyOptions(any, c).ok());
-      EXPECT_EQ(c, EveryKey());
-      any.set_value("\xff\xff\xff");
-      EXPECT_EQ(ApplyOptions(any, c).code(), Code::kInvalidArgument);
-      EXPECT_EQ(c, EveryKey());
-    }
+  // Unset fields keep the config file's values; a malformed one changes nothing.
+  c = EveryKey();
+  any.set_value(containerd::linux::runc::CreateOptions().SerializeAsString());
+  ASSERT_TRUE(ApplyOptions(any, c).ok());
+  EXPECT_EQ(c, EveryKey());
+  any.set_value("\xff\xff\xff");
+  EXPECT_EQ(ApplyOptions(any, c).code(), Code::kInvalidArgument);
+  EXPECT_EQ(c, EveryKey());
+}
 
-    TEST_F(ConfigTest, UnsetRuncFieldsKeepTheConfigFile) {
-      ShimConfig c = EveryKey();
-      ASSERT_TRUE(ApplyOptions(RuncAny(containerd::runc::v1::Options()), c).ok());
-      EXPECT_EQ(c, EveryKey());
-    }
+TEST_F(ConfigTest, UnsetRuncFieldsKeepTheConfigFile) {
+  ShimConfig c = EveryKey();
+  ASSERT_TRUE(ApplyOptions(RuncAny(containerd::runc::v1::Options()), c).ok());
+  EXPECT_EQ(c, EveryKey());
+}
 
-    TEST_F(ConfigTest, TypeUrlWithHostPrefix) {
-      containerd::runc::v1::Options o;
-      o.set_binary_name("crun");
-      ShimConfig c;
-      ASSERT_TRUE(
-          ApplyOptions(RuncAny(o, "type.googleapis.com/containerd.runc.v1.Options"), c).ok());
-      EXPECT_EQ(c.runtime.binary_name, "crun");
-    }
+TEST_F(ConfigTest, TypeUrlWithHostPrefix) {
+  containerd::runc::v1::Options o;
+  o.set_binary_name("crun");
+  ShimConfig c;
+  ASSERT_TRUE(ApplyOptions(RuncAny(o, "type.googleapis.com/containerd.runc.v1.Options"), c).ok());
+  EXPECT_EQ(c.runtime.binary_name, "crun");
+}
 
-    TEST_F(ConfigTest, RuntimeOptionsConfigBody) {
-      ShimConfig c;
-      Status s =
-          ApplyOptions(RuntimeOptionsAny(
-                           "", "TypeUrl = \"io.containerd.hull.v2.options\"\nruntime = \"crun\"\n"),
-                       c);
-      ASSERT_TRUE(s.ok()) << s.ToString();
-      EXPECT_EQ(c.runtime.binary_name, "crun");
-    }
+TEST_F(ConfigTest, RuntimeOptionsConfigBody) {
+  ShimConfig c;
+  Status s = ApplyOptions(
+      RuntimeOptionsAny("", "TypeUrl = \"io.containerd.hull.v2.options\"\nruntime = \"crun\"\n"),
+      c);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(c.runtime.binary_name, "crun");
+}
 
-    TEST_F(ConfigTest, RuntimeOptionsConfigPathThenBody) {
-      std::string path = Write("handler.toml", "runtime = \"crun\"\nsystemd_cgroup = true\n");
-      ShimConfig c;
-      ASSERT_TRUE(ApplyOptions(RuntimeOptionsAny(path, ""), c).ok());
-      EXPECT_EQ(c.runtime.binary_name, "crun");
-      EXPECT_TRUE(c.runtime.systemd_cgroup);
+TEST_F(ConfigTest, RuntimeOptionsConfigPathThenBody) {
+  std::string path = Write("handler.toml", "runtime = \"crun\"\nsystemd_cgroup = true\n");
+  ShimConfig c;
+  ASSERT_TRUE(ApplyOptions(RuntimeOptionsAny(path, ""), c).ok());
+  EXPECT_EQ(c.runtime.binary_name, "crun");
+  EXPECT_TRUE(c.runtime.systemd_cgroup);
 
-      c = ShimConfig();
-      ASSERT_TRUE(ApplyOptions(RuntimeOptionsAny(path, "runtime = \"runc\""), c).ok());
-      EXPECT_EQ(c.runtime.binary_name, "runc");  // the body is applied last
-      EXPECT_TRUE(c.runtime.systemd_cgroup);
-    }
+  c = ShimConfig();
+  ASSERT_TRUE(ApplyOptions(RuntimeOptionsAny(path, "runtime = \"runc\""), c).ok());
+  EXPECT_EQ(c.runtime.binary_name, "runc");  // the body is applied last
+  EXPECT_TRUE(c.runtime.systemd_cgroup);
+}
 
-    TEST_F(ConfigTest, RuntimeOptionsErrors) {
-      ShimConfig c = EveryKey();
-      EXPECT_EQ(ApplyOptions(RuntimeOptionsAny("", "runtime = "), c).code(),
-                Code::kInvalidArgument);
-      EXPECT_EQ(ApplyOptions(RuntimeOptionsAny("", "unknown_key = 1"), c).code(),
-                Code::kInvalidArgument);
-      EXPECT_EQ(ApplyOptions(RuntimeOptionsAny((root_ / "missing.toml").string(), ""), c).code(),
-                Code::kNotFound);
-      std::string bad = Write("bad.toml", "runtime = 3");
-      EXPECT_EQ(ApplyOptions(RuntimeOptionsAny(bad, ""), c).code(), Code::kInvalidArgument);
-      // A good config_path followed by a bad body changes nothing either.
-      std::string good = Write("good.toml", "runtime = \"runc\"");
-      EXPECT_EQ(ApplyOptions(RuntimeOptionsAny(good, "x = 1"), c).code(), Code::kInvalidArgument);
-      EXPECT_EQ(c, EveryKey());
-    }
+TEST_F(ConfigTest, RuntimeOptionsErrors) {
+  ShimConfig c = EveryKey();
+  EXPECT_EQ(ApplyOptions(RuntimeOptionsAny("", "runtime = "), c).code(), Code::kInvalidArgument);
+  EXPECT_EQ(ApplyOptions(RuntimeOptionsAny("", "unknown_key = 1"), c).code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(ApplyOptions(RuntimeOptionsAny((root_ / "missing.toml").string(), ""), c).code(),
+            Code::kNotFound);
+  std::string bad = Write("bad.toml", "runtime = 3");
+  EXPECT_EQ(ApplyOptions(RuntimeOptionsAny(bad, ""), c).code(), Code::kInvalidArgument);
+  // A good config_path followed by a bad body changes nothing either.
+  std::string good = Write("good.toml", "runtime = \"runc\"");
+  EXPECT_EQ(ApplyOptions(RuntimeOptionsAny(good, "x = 1"), c).code(), Code::kInvalidArgument);
+  EXPECT_EQ(c, EveryKey());
+}
 
-    TEST_F(ConfigTest, UnknownOrMalformedOptions) {
-      ShimConfig c;
-      google::protobuf::Any any;
-      any.set_type_url("io.containerd.runhcs.v1.Options");
-      EXPECT_EQ(ApplyOptions(any, c).code(), Code::kInvalidArgument);
-      any.set_type_url("containerd.runc.v1.Options");
-      any.set_value("\xff\xff\xff");
-      EXPECT_EQ(ApplyOptions(any, c).code(), Code::kInvalidArgument);
-      any.set_type_url("runtimeoptions.v1.Options");
-      EXPECT_EQ(ApplyOptions(any, c).code(), Code::kInvalidArgument);
-      EXPECT_EQ(c, ShimConfig());
-      // An empty Any is "no options".
-      EXPECT_TRUE(ApplyOptions(google::protobuf::Any(), c).ok());
-    }
+TEST_F(ConfigTest, UnknownOrMalformedOptions) {
+  ShimConfig c;
+  google::protobuf::Any any;
+  any.set_type_url("io.containerd.runhcs.v1.Options");
+  EXPECT_EQ(ApplyOptions(any, c).code(), Code::kInvalidArgument);
+  any.set_type_url("containerd.runc.v1.Options");
+  any.set_value("\xff\xff\xff");
+  EXPECT_EQ(ApplyOptions(any, c).code(), Code::kInvalidArgument);
+  any.set_type_url("runtimeoptions.v1.Options");
+  EXPECT_EQ(ApplyOptions(any, c).code(), Code::kInvalidArgument);
+  EXPECT_EQ(c, ShimConfig());
+  // An empty Any is "no options".
+  EXPECT_TRUE(ApplyOptions(google::protobuf::Any(), c).ok());
+}
 
-    TEST_F(ConfigTest, ResolveConfig) {
-      std::string path = Write("config.toml", "runtime = \"crun\"\nio_uid = 5\n");
-      containerd::runc::v1::Options o;
-      o.set_binary_name("runc");
-      auto any = RuncAny(o);
-      auto c = ResolveConfig(path, &any);
-      ASSERT_TRUE(c.has_value());
-      EXPECT_EQ(c->runtime.binary_name, "runc");
-      EXPECT_EQ(c->io_uid, 5u);
-      c = ResolveConfig(path, nullptr);
-      ASSERT_TRUE(c.has_value());
-      EXPECT_EQ(c->runtime.binary_name, "crun");
-    }
+TEST_F(ConfigTest, ResolveConfig) {
+  std::string path = Write("config.toml", "runtime = \"crun\"\nio_uid = 5\n");
+  containerd::runc::v1::Options o;
+  o.set_binary_name("runc");
+  auto any = RuncAny(o);
+  auto c = ResolveConfig(path, &any);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->runtime.binary_name, "runc");
+  EXPECT_EQ(c->io_uid, 5u);
+  c = ResolveConfig(path, nullptr);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->runtime.binary_name, "crun");
+}
 
-    TEST_F(ConfigTest, BundleCopy) {
-      fs::create_directories(root_ / "bundle");
-      std::string bundle = (root_ / "bundle").string();
-      EXPECT_EQ(ReadBundleConfig(bundle).error().code(), Code::kNotFound);
-      ASSERT_TRUE(WriteBundleConfig(bundle, EveryKey()).ok());
-      struct stat st;
-      ASSERT_EQ(::stat((root_ / "bundle/hull-config.toml").c_str(), &st), 0);
-      EXPECT_EQ(st.st_mode & 0777, 0600u);
-      auto back = ReadBundleConfig(bundle);
-      ASSERT_TRUE(back.has_value()) << back.error().ToString();
-      EXPECT_EQ(*back, EveryKey());
-    }
+TEST_F(ConfigTest, BundleCopy) {
+  fs::create_directories(root_ / "bundle");
+  std::string bundle = (root_ / "bundle").string();
+  EXPECT_EQ(ReadBundleConfig(bundle).error().code(), Code::kNotFound);
+  ASSERT_TRUE(WriteBundleConfig(bundle, EveryKey()).ok());
+  struct stat st;
+  ASSERT_EQ(::stat((root_ / "bundle/hull-config.toml").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto back = ReadBundleConfig(bundle);
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(*back, EveryKey());
+}
 
-    TEST_F(ConfigTest, ContainerConfigForTheServer) {
-      fs::create_directories(root_ / "bundle");
-      std::string bundle = (root_ / "bundle").string();
-      std::string config_file = Write("config.toml", "runtime = \"crun\"");
-      // Nothing stored, no options: the config file.
-      auto c = ResolveContainerConfig(google::protobuf::Any(), bundle, config_file);
-      ASSERT_TRUE(c.has_value());
-      EXPECT_EQ(c->runtime.binary_name, "crun");
-      // Stored by `start`: that.
-      ShimConfig stored;
-      stored.runtime.binary_name = "/opt/runc";
-      ASSERT_TRUE(WriteBundleConfig(bundle, stored).ok());
-      c = ResolveContainerConfig(google::protobuf::Any(), bundle, config_file);
-      ASSERT_TRUE(c.has_value());
-      EXPECT_EQ(c->runtime.binary_name, "/opt/runc");
-      // Options in the request: resolved from them over the config file.
-      containerd::runc::v1::Options o;
-      o.set_systemd_cgroup(true);
-      c = ResolveContainerConfig(RuncAny(o), bundle, config_file);
-      ASSERT_TRUE(c.has_value());
-      EXPECT_EQ(c->runtime.binary_name, "crun");
-      EXPECT_TRUE(c->runtime.systemd_cgroup);
-    }
+TEST_F(ConfigTest, ContainerConfigForTheServer) {
+  fs::create_directories(root_ / "bundle");
+  std::string bundle = (root_ / "bundle").string();
+  std::string config_file = Write("config.toml", "runtime = \"crun\"");
+  // Nothing stored, no options: the config file.
+  auto c = ResolveContainerConfig(google::protobuf::Any(), bundle, config_file);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->runtime.binary_name, "crun");
+  // Stored by `start`: that.
+  ShimConfig stored;
+  stored.runtime.binary_name = "/opt/runc";
+  ASSERT_TRUE(WriteBundleConfig(bundle, stored).ok());
+  c = ResolveContainerConfig(google::protobuf::Any(), bundle, config_file);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->runtime.binary_name, "/opt/runc");
+  // Options in the request: resolved from them over the config file.
+  containerd::runc::v1::Options o;
+  o.set_systemd_cgroup(true);
+  c = ResolveContainerConfig(RuncAny(o), bundle, config_file);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->runtime.binary_name, "crun");
+  EXPECT_TRUE(c->runtime.systemd_cgroup);
+}
 
 }  // namespace
 }  // namespace hull::shim
