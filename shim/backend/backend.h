@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/event_loop.h"
+#include "base/logging.h"
 #include "base/reaper.h"
 #include "base/status.h"
 #include "oci/sizing.h"
@@ -193,12 +194,14 @@ class Backend {
 using BackendFactory = std::function<Result<std::unique_ptr<Backend>>(const RuntimeOptions&)>;
 
 // The production factory. `ns` is the containerd namespace (it names the
-// runtime root).
-BackendFactory DefaultBackendFactory(EventLoop& loop, Reaper& reaper, std::string ns);
+// runtime root); `log` is the server's (the vm backend logs its VM's life).
+BackendFactory DefaultBackendFactory(EventLoop& loop, Reaper& reaper, std::string ns,
+                                     Logger log = Logger::Null());
 
 // The backend for one pod (what DefaultBackendFactory makes).
 Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
-                                             const RuntimeOptions& options, const std::string& ns);
+                                             const RuntimeOptions& options, const std::string& ns,
+                                             const Logger& log = Logger::Null());
 
 // The OCI runtime features document (JSON) of the runtime `options` selects:
 // `<runtime> features` where the runtime has it, else one hull builds. Blocks;

@@ -68,10 +68,11 @@ bool IsDirectory(const std::string& path) {
 }  // namespace
 
 Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
-                                             const RuntimeOptions& options, const std::string& ns) {
+                                             const RuntimeOptions& options, const std::string& ns,
+                                             const Logger& log) {
   if (IsVm(options)) {
     return std::unique_ptr<Backend>(
-        std::make_unique<vm::VmBackend>(loop, reaper, options, SelfExe()));
+        std::make_unique<vm::VmBackend>(loop, reaper, options, SelfExe(), log));
   }
   HULL_ASSIGN_OR_RETURN(std::string binary, ResolveBinary(options.binary_name));
   // The pod's config: each container's calls log to its own bundle.
@@ -82,9 +83,9 @@ Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
       loop, reaper, ArgvBuilder(FlavourFor(options.binary_name), std::move(config)), options));
 }
 
-BackendFactory DefaultBackendFactory(EventLoop& loop, Reaper& reaper, std::string ns) {
-  return [&loop, &reaper, ns = std::move(ns)](const RuntimeOptions& options) {
-    return MakeBackend(loop, reaper, options, ns);
+BackendFactory DefaultBackendFactory(EventLoop& loop, Reaper& reaper, std::string ns, Logger log) {
+  return [&loop, &reaper, ns = std::move(ns), log = std::move(log)](const RuntimeOptions& options) {
+    return MakeBackend(loop, reaper, options, ns, log);
   };
 }
 

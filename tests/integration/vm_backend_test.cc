@@ -117,6 +117,14 @@ TEST_P(VmBackendTest, RunRmPrintsTheGuestKernel) {
   // The last delete powered the VM off and the shim is gone with it.
   EXPECT_TRUE(WaitUntil([&] { return Shims().empty() && Qemus().empty(); }, 30s));
   EXPECT_TRUE(RunDirs().empty());
+  // The guest powered itself off (DestroySandbox); QEMU was not killed.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return containerd_->LogTail(400).find(
+                   "QEMU exited with status 0 (the guest powered off)") != std::string::npos;
+      },
+      10s))
+      << containerd_->LogTail(60);
 }
 
 TEST_P(VmBackendTest, DetachedTaskServesExecTtyPsMetricsPauseResumeKill) {

@@ -37,7 +37,8 @@ inline constexpr std::string_view kRunRoot = "/run/hull/vm";
 class VmBackend final : public Backend {
  public:
   // `self_exe` locates the default guest assets (GuestAssetDirs).
-  VmBackend(EventLoop& loop, Reaper& reaper, RuntimeOptions options, std::string self_exe);
+  VmBackend(EventLoop& loop, Reaper& reaper, RuntimeOptions options, std::string self_exe,
+            Logger log = Logger::Null());
   ~VmBackend() override;
 
   void PrepareSandbox(const SandboxRequest& req, Done done) override;
@@ -106,6 +107,7 @@ class VmBackend final : public Backend {
   Reaper& reaper_;
   RuntimeOptions options_;
   std::string self_exe_;
+  Logger log_;
 
   std::string sandbox_id_;
   std::string bundle_;   // the pod's (pause container's) bundle

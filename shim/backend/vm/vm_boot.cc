@@ -59,8 +59,13 @@ std::string HostnameOf(const std::string& bundle) {
 
 }  // namespace
 
-VmBackend::VmBackend(EventLoop& loop, Reaper& reaper, RuntimeOptions options, std::string self_exe)
-    : loop_(loop), reaper_(reaper), options_(std::move(options)), self_exe_(std::move(self_exe)) {}
+VmBackend::VmBackend(EventLoop& loop, Reaper& reaper, RuntimeOptions options, std::string self_exe,
+                     Logger log)
+    : loop_(loop),
+      reaper_(reaper),
+      options_(std::move(options)),
+      self_exe_(std::move(self_exe)),
+      log_(std::move(log)) {}
 
 VmBackend::~VmBackend() {
   *alive_ = false;
@@ -68,6 +73,7 @@ VmBackend::~VmBackend() {
   if (agent_) agent_->Close();
   // A VM still running goes with the backend (the server is exiting).
   if (qemu_pid_ > 0) {
+    log_.Info("pod {}: the server is exiting: QEMU pid {} killed", sandbox_id_, qemu_pid_);
     ::kill(qemu_pid_, SIGKILL);
     reaper_.Discard(qemu_pid_);
     int status;
@@ -130,6 +136,9 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
       .argv = argv, .fds = {{1, log.get()}, {2, log.get()}}, .parent_death_signal = SIGKILL});
   if (!pid) return FailBoot(boot, pid.error().WithContext("start " + assets->qemu));
   qemu_pid_ = *pid;
+  log_.Info("pod {}: QEMU pid {}: {} vCPUs, {} MiB, {} {}, run directory {}", sandbox_id_,
+            qemu_pid_, boot->vcpus, boot->memory_mib, options_.vm.machine, options_.vm.accel,
+            run_dir_);
   std::weak_ptr<bool> alive = alive_;
   reaper_.Watch(qemu_pid_, [this, alive](int wait_status) {
     if (!alive.expired()) OnQemuExit(wait_status);
@@ -210,6 +219,9 @@ void VmBackend::SayHello(std::shared_ptr<Boot> boot) {
                                  {"guest_memory_bytes", r->memory_bytes()},
                                  {"guest_kernel", r->kernel_release()}};
         WriteFileAtomic(bundle_ + "/" + std::string(kVmRecordFile), record.dump()).IgnoreError();
+        log_.Info("pod {}: hull-agent {} ready after {} ms: {} vCPUs, MemTotal {} KiB, kernel {}",
+                  sandbox_id_, r->version(), ready.count(), r->vcpus(), r->memory_bytes() / 1024,
+                  r->kernel_release());
         pb::CreateSandboxRequest create;
         create.set_sandbox_id(sandbox_id_);
         create.set_hostname(boot->hostname);
@@ -240,11 +252,16 @@ void VmBackend::FailBoot(std::shared_ptr<Boot> boot, Status status) {
 }
 
 void VmBackend::OnQemuExit(int wait_status) {
+  if (WIFEXITED(wait_status)) {
+    log_.Info("pod {}: QEMU exited with status {}{}", sandbox_id_, WEXITSTATUS(wait_status),
+              WEXITSTATUS(wait_status) == 0 ? " (the guest powered off)" : "");
+  } else {
+    log_.Info("pod {}: QEMU killed by signal {}", sandbox_id_, WTERMSIG(wait_status));
+  }
   qemu_pid_ = 0;
   if (agent_) agent_->Close();
   std::vector<std::function<void()>> waiting;
   waiting.swap(on_qemu_exit_);
-  (void)wait_status;
   for (auto& then : waiting) then();
 }
 
@@ -303,12 +320,18 @@ void VmBackend::TeardownSandbox(Done done) {
   *timer = loop_.AddTimer(kPowerOffWait, [this, alive] {
     if (!alive.expired() && qemu_pid_ > 0) ::kill(qemu_pid_, SIGKILL);
   });
+  log_.Info("pod {}: powering the VM off", sandbox_id_);
   pb::DestroySandboxRequest req;
   req.set_sandbox_id(sandbox_id_);
   agent_->Call<pb::DestroySandboxResponse>(
       "DestroySandbox", req, [this, alive](Result<pb::DestroySandboxResponse> r) {
         if (alive.expired() || r || qemu_pid_ <= 0) return;
-        ::kill(qemu_pid_, SIGKILL);  // the agent did not take it: end the VM
+        // The agent closes the port as it powers off, and the reply may be
+        // lost with it (Unavailable): QEMU is then exiting anyway, and the
+        // timer ends it if not. Any other answer refused the power-off.
+        if (r.error().code() == Code::kUnavailable) return;
+        log_.Warn("pod {}: DestroySandbox: {}; killing QEMU", sandbox_id_, r.error().ToString());
+        ::kill(qemu_pid_, SIGKILL);
       });
 }
 
@@ -325,12 +348,20 @@ Status CleanUpAfterShim(const std::string& bundle) {
   }
   pid_t pid = record.value("qemu_pid", 0);
   std::string run_dir = record.value("run_dir", "");
-  // Only that QEMU: its command line names the run directory.
-  if (pid > 0 && !run_dir.empty()) {
+  // Only that QEMU: its command line names the run directory (an exited
+  // one, a zombie, has none). containerd runs `delete` as soon as a server's
+  // connection closes, also after an orderly Shutdown while the server is
+  // still waiting for its guest to power off: give that QEMU time to end by
+  // itself before killing it.
+  auto running = [&] {
     auto cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
-    if (cmdline && cmdline->find(run_dir + "/agent.sock") != std::string::npos) {
+    return cmdline && cmdline->find(run_dir + "/agent.sock") != std::string::npos;
+  };
+  if (pid > 0 && !run_dir.empty()) {
+    for (int i = 0; i < 300 && running(); ++i) ::usleep(10'000);
+    if (running()) {
       ::kill(pid, SIGKILL);
-      for (int i = 0; i < 200 && ::kill(pid, 0) == 0; ++i) ::usleep(10'000);
+      for (int i = 0; i < 100 && running(); ++i) ::usleep(10'000);
     }
   }
   if (run_dir.rfind(std::string(kRunRoot) + "/", 0) == 0) {
