@@ -182,6 +182,38 @@ TEST_P(VmBackendTest, DetachedTaskServesExecTtyPsMetricsPauseResumeKill) {
   EXPECT_TRUE(RunDirs().empty());
 }
 
+// The stdio the core opens for runc, pumped to and from the guest: stdin
+// (CloseIO at its end reaches the guest's cat as EOF), a file log and a
+// logging binary.
+TEST_P(VmBackendTest, StdinFileAndBinaryLogsReachTheGuest) {
+  std::string ctr = "ctr --address " + containerd_->address() + " -n default";
+  std::string cmd = "(until " + ctr + " task ls | grep -q '^t2 .*RUNNING'; do sleep 0.2; done; " +
+                    "printf 'line one\\nline two\\n') | " + ctr + " run --rm --fifo-dir " +
+                    containerd_->dir() + "/fifo --runtime " + kHull + " --runtime-config-path " +
+                    config_ + " " + kBusybox + " t2 cat";
+  CommandResult r = RunCommand({"sh", "-c", cmd}, 180s);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_EQ(r.out, "line one\nline two\n");
+
+  std::string log = containerd_->dir() + "/logs/t1.log";
+  r = Run({"--rm", "--log-uri", "file://" + log}, "t1",
+          {"sh", "-c", "echo to-stdout; echo to-stderr >&2"}, kVmTimeout);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  std::string text = ReadFile(log).value_or("");
+  EXPECT_NE(text.find("to-stdout\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("to-stderr\n"), std::string::npos) << text;
+
+  std::string logger = containerd_->dir() + "/logger.sh";
+  std::string out = containerd_->dir() + "/binary.log";
+  std::ofstream(logger) << "#!/bin/sh\nexec 5>&-\n(cat <&3; cat <&4) > " << out << "\n";
+  fs::permissions(logger, fs::perms::owner_all);
+  r = Run({"--rm", "--log-uri", "binary://" + logger}, "t3", {"echo", "via-binary"}, kVmTimeout);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_TRUE(WaitUntil(
+      [&] { return ReadFile(out).value_or("").find("via-binary") != std::string::npos; }, 10s));
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty() && Qemus().empty(); }, 30s));
+}
+
 // 64 MiB asked for in a container limited to 32 MiB (the guest's cgroup
 // v2): the agent reports the OOM kill, and TaskOOM comes before TaskExit.
 TEST_P(VmBackendTest, OomKillInTheGuestIsPublishedBeforeTheExit) {
