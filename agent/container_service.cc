@@ -204,10 +204,16 @@ void ContainerService::Create(const ttrpc::CallContext&, pb::CreateContainerRequ
           Container* c = Still(id, gen);
           if (c == nullptr) return r.Fail(NotFoundError(context + ": removed meanwhile"));
           if (!pid) {
-            Forget(id);
+            // crun may have got as far as a container (a pid file that
+            // cannot be read, a pty master that never came): delete it, so
+            // that a failed create leaves nothing behind either way.
             Status failed = pid.error().WithContext(context);
             Log(failed.ToString());
-            return r.Fail(failed);
+            c->state = ContainerState::kRemoving;
+            return backend_->Delete(id, /*force=*/true, [this, id, gen, failed, r](Status) {
+              if (Still(id, gen) != nullptr) Forget(id);
+              r.Fail(failed);
+            });
           }
           c->init.pid = *pid;
           c->state = ContainerState::kCreated;
