@@ -82,7 +82,13 @@ ContainerService::ContainerService(EventLoop& loop, Reaper& reaper, ContainerOpt
       shim::RuntimeOptions{.binary_name = options_.runtime, .root = options_.runtime_root});
 }
 
-ContainerService::~ContainerService() = default;
+ContainerService::~ContainerService() {
+  // The backend answers the runtime calls still running from its
+  // destructor; their callbacks find no container (Still) and only answer
+  // their callers.
+  destroying_ = true;
+  backend_.reset();
+}
 
 Result<ContainerService::Container*> ContainerService::Find(const std::string& id) {
   auto it = containers_.find(id);
@@ -91,6 +97,7 @@ Result<ContainerService::Container*> ContainerService::Find(const std::string& i
 }
 
 ContainerService::Container* ContainerService::Still(const std::string& id, uint64_t generation) {
+  if (destroying_) return nullptr;
   auto it = containers_.find(id);
   if (it == containers_.end() || it->second->generation != generation) return nullptr;
   return it->second.get();
@@ -204,10 +211,16 @@ void ContainerService::Create(const ttrpc::CallContext&, pb::CreateContainerRequ
           Container* c = Still(id, gen);
           if (c == nullptr) return r.Fail(NotFoundError(context + ": removed meanwhile"));
           if (!pid) {
-            Forget(id);
+            // crun may have got as far as a container (a pid file that
+            // cannot be read, a pty master that never came): delete it, so
+            // that a failed create leaves nothing behind either way.
             Status failed = pid.error().WithContext(context);
             Log(failed.ToString());
-            return r.Fail(failed);
+            c->state = ContainerState::kRemoving;
+            return backend_->Delete(id, /*force=*/true, [this, id, gen, failed, r](Status) {
+              if (Still(id, gen) != nullptr) Forget(id);
+              r.Fail(failed);
+            });
           }
           c->init.pid = *pid;
           c->state = ContainerState::kCreated;

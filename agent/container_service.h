@@ -84,7 +84,8 @@ class ContainerService {
 
   // The container, or NotFound.
   Result<Container*> Find(const std::string& id);
-  // The container if it is still the one of `generation`.
+  // The container if it is still the one of `generation` (none once the
+  // service is being destroyed).
   Container* Still(const std::string& id, uint64_t generation);
   // The process of `exec_id` ("" the init), or NotFound.
   Result<Process*> FindProcess(Container& c, const std::string& exec_id);
@@ -127,6 +128,7 @@ class ContainerService {
   std::map<std::string, std::unique_ptr<Container>> containers_;
   std::deque<std::string> oom_events_;
   LongPolls<v1::GetOOMEventResponse> oom_polls_;
+  bool destroying_ = false;
 };
 
 }  // namespace hull::agent

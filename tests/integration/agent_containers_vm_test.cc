@@ -514,6 +514,18 @@ TEST_F(AgentContainersVmTest, ContainersRunWithCrunInTheGuest) {
     EXPECT_EQ((*exit)->exit_status(), 137u);
     EXPECT_EQ(order, (std::vector<std::string>{"oom", "exit"}));
     ASSERT_TRUE(Simple("RemoveContainer", "oom").ok());
+
+    // A host that does not poll OOM events still gets the exit (after the
+    // agent's wait for it, 2 s), and the event is kept for its next poll.
+    ASSERT_TRUE(Create("oom2", spec, Streams(false, false, false)).has_value());
+    ASSERT_TRUE(Simple("StartContainer", "oom2").ok());
+    auto waited = Wait("oom2");
+    ASSERT_TRUE(waited.has_value()) << waited.error().ToString();
+    EXPECT_EQ(waited->exit_status(), 137u);
+    auto kept = Call<pb::GetOOMEventResponse>("GetOOMEvent", pb::GetOOMEventRequest());
+    ASSERT_TRUE(kept.has_value()) << kept.error().ToString();
+    EXPECT_EQ(kept->container_id(), "oom2");
+    ASSERT_TRUE(Simple("RemoveContainer", "oom2").ok());
   }
 
   {

@@ -8,11 +8,14 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "hull/agent/v1/agent.pb.h"
@@ -41,12 +44,7 @@ class ContainerServiceTest : public ::testing::Test {
     EXPECT_TRUE(reaper.has_value());
     reaper_ = std::move(*reaper);
     server_ = std::make_unique<ttrpc::Server>(*loop_);
-    service_ =
-        std::make_unique<ContainerService>(*loop_, *reaper_,
-                                           ContainerOptions{.runtime = dir_ + "/no-such-crun",
-                                                            .runtime_root = dir_ + "/crun",
-                                                            .state_dir = dir_ + "/state"});
-    service_->Register(*server_);
+    MakeService(dir_ + "/no-such-crun");
     int fds[2];
     EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
     EXPECT_TRUE(server_->ServeConnection(UniqueFd(fds[0])).ok());
@@ -60,6 +58,16 @@ class ContainerServiceTest : public ::testing::Test {
     server_.reset();
     std::error_code ec;
     fs::remove_all(dir_, ec);
+  }
+
+  // A service running `runtime`; registering replaces the earlier one's
+  // handlers.
+  void MakeService(const std::string& runtime) {
+    service_ = std::make_unique<ContainerService>(
+        *loop_, *reaper_,
+        ContainerOptions{
+            .runtime = runtime, .runtime_root = dir_ + "/crun", .state_dir = dir_ + "/state"});
+    service_->Register(*server_);
   }
 
   Code CallCode(const char* method, const google::protobuf::MessageLite& req,
@@ -151,6 +159,28 @@ TEST_F(ContainerServiceTest, ARuntimeThatCannotRunFailsTheCreateAndLeavesNothing
   pb::StartContainerRequest start;
   start.set_container_id("c");
   EXPECT_EQ(CallCode("StartContainer", start), Code::kNotFound);
+}
+
+TEST_F(ContainerServiceTest, DestroyedWithACreateInFlightAnswersIt) {
+  // A "runtime" that never finishes.
+  const std::string hang = dir_ + "/hang-runtime";
+  {
+    std::ofstream script(hang);
+    script << "#!/bin/sh\nexec sleep 60\n";
+  }
+  ASSERT_EQ(::chmod(hang.c_str(), 0755), 0);
+  MakeService(hang);
+  std::optional<Result<pb::CreateContainerResponse>> reply;
+  client_->CallUnary<pb::CreateContainerResponse>(
+      kService, "CreateContainer", CreateRequest("c"),
+      ttrpc::CallOptions{.deadline = loop_->Now() + 10s},
+      [&](Result<pb::CreateContainerResponse> r) { reply = std::move(r); });
+  ASSERT_TRUE(loop_->RunUntil([&] { return service_->container_count() == 1; }, 5s));
+  loop_->RunUntil([] { return false; }, 100ms);  // the runtime is running
+  service_.reset();                              // kills it and answers the call
+  ASSERT_TRUE(loop_->RunUntil([&] { return reply.has_value(); }, 5s));
+  ASSERT_FALSE(reply->has_value());
+  EXPECT_EQ(reply->error().code(), Code::kNotFound) << reply->error().ToString();
 }
 
 }  // namespace
