@@ -11,6 +11,7 @@
 #include <string>
 
 #include "agent/agent_service.h"
+#include "agent/container_service.h"
 #include "agent/guest_init.h"
 #include "agent/port_server.h"
 #include "base/event_loop.h"
@@ -104,6 +105,12 @@ int RunAgent(const AgentOptions& options) {
     });
   }});
   service.Register(server);
+  ContainerService containers(**loop, **reaper,
+                              ContainerOptions{.runtime = options.runtime,
+                                               .runtime_root = options.runtime_root,
+                                               .state_dir = options.state_dir,
+                                               .log = Log});
+  containers.Register(server);
 
   PortServer port_server(**loop, server, std::move(port));
   port_server.set_on_change([&port_server, &path](bool attached) {

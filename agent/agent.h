@@ -22,6 +22,11 @@ struct AgentOptions {
   // Power off on DestroySandbox (and on a fatal error) instead of exiting.
   // Default: when PID 1.
   bool power_off = false;
+  // The OCI runtime in the guest and where the agent keeps its state
+  // (ContainerOptions; the defaults are the guest image's).
+  std::string runtime = "/usr/bin/crun";
+  std::string runtime_root = "/run/hull/crun";
+  std::string state_dir = "/run/hull/containers";
 };
 
 // Runs the agent; returns the process's exit code (it does not return after

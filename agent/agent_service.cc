@@ -14,17 +14,6 @@ namespace {
 
 namespace pb = ::hull::agent::v1;
 
-// The calls the next session builds (container lifecycle through crun in
-// the guest, stdio, control, stats, OOM). Until then each answers
-// Unimplemented, so the host side sees a clear code rather than a missing
-// method.
-constexpr const char* kNotYet[] = {
-    "CreateContainer", "StartContainer", "ExecProcess",    "SignalProcess",   "WaitProcess",
-    "RemoveContainer", "WriteStdin",     "CloseStdin",     "ReadStdout",      "ReadStderr",
-    "TtyWinResize",    "ListProcesses",  "PauseContainer", "ResumeContainer", "UpdateContainer",
-    "StatsContainer",  "GetOOMEvent",
-};
-
 // mkdir -p: `path` is absolute.
 Status MakeDirs(const std::string& path) {
   for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
@@ -130,14 +119,6 @@ void AgentService::Register(ttrpc::Server& server) {
           if (hooks_.power_off) hooks_.power_off();
         });
       });
-
-  for (const char* method : kNotYet) {
-    server.Register(kAgentService, method,
-                    [method](const ttrpc::CallContext&, std::string, ttrpc::Responder r) {
-                      r.Fail(UnimplementedError(std::string("hull-agent: ") + method +
-                                                " is not implemented yet (docs/vm.md)"));
-                    });
-  }
 }
 
 }  // namespace hull::agent

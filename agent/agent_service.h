@@ -33,8 +33,8 @@ class AgentService {
   AgentService(const AgentService&) = delete;
   AgentService& operator=(const AgentService&) = delete;
 
-  // Registers every method of the Agent service on `server`: the ones built
-  // so far, and Unimplemented answers naming the rest (docs/vm.md).
+  // Registers the sandbox methods (Hello, CreateSandbox, DestroySandbox) on
+  // `server`; the container methods are ContainerService's.
   void Register(ttrpc::Server& server);
 
   const std::optional<std::string>& sandbox_id() const { return sandbox_id_; }

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/file_util.h"
@@ -84,6 +86,23 @@ std::string TrimLine(std::string s) {
   return s;
 }
 
+// pivot_root(2) refuses to move away from the initramfs (rootfs is the
+// mount tree's root: it has no parent), and crun pivots into each
+// container's root filesystem. So the agent first stacks a bind mount of the
+// initramfs over / and chroots into it, as switch_root does with a real root
+// filesystem; the bind mount has a parent, and pivot_root works below it.
+Status LeaveRootfs() {
+  if (::mkdir("/.root", 0700) != 0 && errno != EEXIST) return ErrnoError("mkdir", "/.root");
+  if (::mount("/", "/.root", nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+    return ErrnoError("bind mount / on", "/.root");
+  }
+  if (::chdir("/.root") != 0) return ErrnoError("chdir", "/.root");
+  if (::mount(".", "/", nullptr, MS_MOVE, nullptr) != 0) return ErrnoError("move /.root to", "/");
+  if (::chroot(".") != 0) return ErrnoError("chroot", "/.root");
+  if (::chdir("/") != 0) return ErrnoError("chdir", "/");
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status LoadModule(const std::string& path) {
@@ -96,12 +115,23 @@ Status LoadModule(const std::string& path) {
 }
 
 Status InitGuest(const std::string& modules_list) {
+  HULL_RETURN_IF_ERROR(LeaveRootfs());
+  // The kernel starts init without PATH; crun and the containers' hooks
+  // into it (none) look programs up in it.
+  ::setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
   for (const Mount& m : kMounts) HULL_RETURN_IF_ERROR(MountOne(m));
   HULL_RETURN_IF_ERROR(UseConsole());
   HULL_RETURN_IF_ERROR(EnableControllers());
   // /dev/ptmx for containers with a terminal: the devpts instance's own.
   ::unlink("/dev/ptmx");
   if (::symlink("pts/ptmx", "/dev/ptmx") != 0) return ErrnoError("symlink", "/dev/ptmx");
+  // What udev would add and programs expect (`crun update` reads the
+  // resources from /dev/stdin).
+  for (auto [link, target] :
+       {std::pair{"/dev/fd", "/proc/self/fd"}, std::pair{"/dev/stdin", "/proc/self/fd/0"},
+        std::pair{"/dev/stdout", "/proc/self/fd/1"}, std::pair{"/dev/stderr", "/proc/self/fd/2"}}) {
+    if (::symlink(target, link) != 0 && errno != EEXIST) return ErrnoError("symlink", link);
+  }
   Result<std::string> list = ReadFile(modules_list);
   if (!list) return Status::Ok();  // a kernel with the drivers built in
   size_t pos = 0;

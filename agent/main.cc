@@ -2,6 +2,7 @@
 //
 //   hull-agent [--port PATH | --port-name NAME] [--init | --no-init]
 //              [--power-off | --no-power-off] [--modules FILE]
+//              [--runtime PATH] [--runtime-root DIR] [--state-dir DIR]
 //
 // As PID 1 (the guest's /init) the defaults are right: --init --power-off,
 // the virtio-serial port named hull.agent.
@@ -30,6 +31,12 @@ int main(int argc, char** argv) {
       options.port_path = value();
     } else if (arg == "--port-name") {
       options.port_name = value();
+    } else if (arg == "--runtime") {
+      options.runtime = value();
+    } else if (arg == "--runtime-root") {
+      options.runtime_root = value();
+    } else if (arg == "--state-dir") {
+      options.state_dir = value();
     } else if (arg == "--modules") {
       options.modules_list = value();
     } else if (arg == "--init") {

@@ -101,12 +101,10 @@ void Container::WatchExit(Process* process) {
     if (alive.expired()) return;
     exits_.OnExit(process, exit_status);
   };
-  // The backend knows how its init exits (runsc's pid file names the
-  // sandbox); an exec's pid is always a process the shim reaps.
+  // The backend knows how its processes exit (runsc's pid file names the
+  // sandbox; a vm backend's pids are guest pids the reaper must not watch).
   if (process->is_init()) return backend_->WatchInitExit(id_, process->pid(), std::move(on_exit));
-  ctx_.reaper.Watch(process->pid(), [on_exit = std::move(on_exit)](int wait_status) {
-    on_exit(ExitStatusFromWait(wait_status));
-  });
+  backend_->WatchExecExit(id_, process->exec_id(), process->pid(), std::move(on_exit));
 }
 
 void Container::WatchOom() {
@@ -282,11 +280,11 @@ void Container::Kill(const std::string& exec_id, uint32_t signal, bool all, Done
   if (process->state() == ProcessState::kCreated) {
     return done(FailedPreconditionError("exec " + exec_id + " has not been started"));
   }
-  if (::kill(process->pid(), static_cast<int>(signal)) != 0) {
-    if (errno == ESRCH) return done(NotFoundError("process already finished"));
-    return done(ErrnoError("kill", "exec " + exec_id));
-  }
-  done(Status::Ok());
+  backend_->SignalExec(id_, exec_id, process->pid(), static_cast<int>(signal),
+                       [alive = Alive(), done = std::move(done)](Status status) mutable {
+                         if (Gone(alive, done)) return;
+                         done(std::move(status));
+                       });
 }
 
 void Container::Wait(const std::string& exec_id,
@@ -333,7 +331,7 @@ void Container::DeleteExec(const std::string& exec_id, Reply<tv2::DeleteResponse
     r.set_exit_status(p->exit_status());
     *r.mutable_exited_at() = p->exited_at();
     ::unlink(ExecPath(exec_id, ".pid").c_str());
-    if (p->pid() > 0 && !p->exited()) ctx_.reaper.Discard(p->pid());
+    if (p->pid() > 0 && !p->exited()) backend_->ForgetExit(id_, exec_id, p->pid());
     exits_.Forget(p);
     execs_.erase(exec_id);
     done(r);
@@ -352,7 +350,9 @@ Status Container::CloseIO(const std::string& exec_id, bool stdin) {
 Status Container::ResizePty(const std::string& exec_id, uint32_t width, uint32_t height) {
   HULL_ASSIGN_OR_RETURN(Process * process, Find(exec_id));
   if (process->io() == nullptr) return Status::Ok();
-  return process->io()->Resize(width, height);
+  HULL_RETURN_IF_ERROR(process->io()->Resize(width, height));
+  if (backend_ != nullptr) backend_->ResizeTerminal(id_, exec_id, width, height);
+  return Status::Ok();
 }
 
 }  // namespace hull::shim

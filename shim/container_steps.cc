@@ -270,11 +270,11 @@ class Container::DeleteInitSteps {
     if (!unmounted.ok()) return done_(unmounted.WithContext("delete " + c.id_));
     if (!c.init_->exited() && c.init_->pid() > 0) {
       // A created init that never ran: the runtime has killed it.
-      c.ctx_.reaper.Discard(c.init_->pid());
+      c.backend_->ForgetExit(c.id_, "", c.init_->pid());
       c.exits_.OnExit(c.init_.get(), 128 + SIGKILL);
     }
     for (auto& [exec_id, exec] : c.execs_) {
-      if (exec->pid() > 0 && !exec->exited()) c.ctx_.reaper.Discard(exec->pid());
+      if (exec->pid() > 0 && !exec->exited()) c.backend_->ForgetExit(c.id_, exec_id, exec->pid());
     }
     c.init_->TransitionTo(ProcessState::kDeleted).IgnoreError();
     c.deleted_ = true;

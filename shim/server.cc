@@ -67,7 +67,7 @@ int RunServer(const ServerArgs& args) {
   EventPublisher publisher(loop, log, MakeForwardSink(loop, args.ttrpc_address, args.ns));
   ShimContext ctx{
       .loop = loop, .reaper = reaper, .log = log, .publisher = publisher, .ns = args.ns};
-  Pod pod(ctx, DefaultBackendFactory(loop, reaper, args.ns), Pod::ReadStartPlacement(log));
+  Pod pod(ctx, DefaultBackendFactory(loop, reaper, args.ns, log), Pod::ReadStartPlacement(log));
 
   std::string socket_path = SocketPath(args.listen_fd);
   ttrpc::ServerOptions server_options;
@@ -91,7 +91,11 @@ int RunServer(const ServerArgs& args) {
     // Stop accepting at once so a new `start` does not find us, then let
     // calls in flight and queued events finish.
     if (!socket_path.empty()) ::unlink(socket_path.c_str());
-    server.Shutdown([&] { publisher.Flush(std::chrono::seconds(5), [&] { loop.Stop(); }); });
+    // The pod's sandbox goes first (a vm backend's VM powers off and QEMU
+    // exits), then the queued events.
+    server.Shutdown([&] {
+      pod.WhenTornDown([&] { publisher.Flush(std::chrono::seconds(5), [&] { loop.Stop(); }); });
+    });
   };
 
   const std::string config_path = ConfigFilePath(std::getenv(std::string(kConfigPathEnv).c_str()));

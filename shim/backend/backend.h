@@ -22,10 +22,12 @@
 #include <vector>
 
 #include "base/event_loop.h"
+#include "base/logging.h"
 #include "base/reaper.h"
 #include "base/status.h"
 #include "oci/sizing.h"
 #include "oci/spec.h"
+#include "shim/backend/vm/vm_options.h"
 
 namespace google::protobuf {
 class Any;
@@ -35,7 +37,7 @@ namespace hull::shim {
 
 // How to run the runtime, from containerd's runc Options and hull's config.
 struct RuntimeOptions {
-  std::string binary_name = "runc";  // "runc", "crun", or a path
+  std::string binary_name = "runc";  // "runc", "crun", "runsc", a path, or "vm"
   std::string root;                  // runtime --root; empty: /run/containerd/<binary>
   bool systemd_cgroup = false;
   bool no_pivot_root = false;
@@ -46,6 +48,8 @@ struct RuntimeOptions {
   // Extra global flags, `--<key>=<value>` in key order: the `[runsc_config]`
   // table (runsc's own flags: network, platform, debug, debug-log, ...).
   std::map<std::string, std::string> runtime_flags;
+  // The `[vm]` table: what the vm backend (binary_name "vm") boots.
+  VmOptions vm;
   friend bool operator==(const RuntimeOptions&, const RuntimeOptions&) = default;
 };
 
@@ -176,10 +180,30 @@ class Backend {
 
   // Calls `on_exit(exit status)` once, when the container's init exits. For
   // runc and crun the pid file names the init itself and the shim reaps it;
-  // runsc's names the gVisor sandbox, so runsc asks `runsc wait <id>`.
+  // runsc's names the gVisor sandbox, so runsc asks `runsc wait <id>`; the
+  // vm backend's pid is a guest pid, and the agent reports the exit.
   // Dropping the backend drops the watch.
   virtual void WatchInitExit(const std::string& id, pid_t pid,
                              std::function<void(int exit_status)> on_exit) = 0;
+
+  // The same for exec `exec_id` of container `id`, whose pid file said
+  // `pid`. The OCI CLI runtimes' execs are the shim's children (the reaper
+  // reports them); a vm backend's are guest processes, which the host's
+  // reaper must never watch (a guest pid may be a host child's too).
+  virtual void WatchExecExit(const std::string& id, const std::string& exec_id, pid_t pid,
+                             std::function<void(int exit_status)> on_exit) = 0;
+  // Drops the exit watch of a process deleted before its exit was reported
+  // (`exec_id` empty: the init), and whatever exit was kept for it.
+  virtual void ForgetExit(const std::string& id, const std::string& exec_id, pid_t pid) = 0;
+  // Sends `signal` to exec `exec_id` (pid `pid`, from its pid file). NotFound
+  // "process already finished" when it is gone.
+  virtual void SignalExec(const std::string& id, const std::string& exec_id, pid_t pid, int signal,
+                          Done done) = 0;
+  // The terminal of process `exec_id` (empty: the init) was resized to
+  // `width` x `height` on the host side. The OCI CLI runtimes' processes use
+  // that terminal itself: nothing to do.
+  virtual void ResizeTerminal(const std::string& id, const std::string& exec_id, uint32_t width,
+                              uint32_t height) = 0;
 
   // Whether `other` would be served by a backend like this one (the pod's
   // containers must share one runtime).
@@ -194,12 +218,14 @@ class Backend {
 using BackendFactory = std::function<Result<std::unique_ptr<Backend>>(const RuntimeOptions&)>;
 
 // The production factory. `ns` is the containerd namespace (it names the
-// runtime root).
-BackendFactory DefaultBackendFactory(EventLoop& loop, Reaper& reaper, std::string ns);
+// runtime root); `log` is the server's (the vm backend logs its VM's life).
+BackendFactory DefaultBackendFactory(EventLoop& loop, Reaper& reaper, std::string ns,
+                                     Logger log = Logger::Null());
 
 // The backend for one pod (what DefaultBackendFactory makes).
 Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
-                                             const RuntimeOptions& options, const std::string& ns);
+                                             const RuntimeOptions& options, const std::string& ns,
+                                             const Logger& log = Logger::Null());
 
 // The OCI runtime features document (JSON) of the runtime `options` selects:
 // `<runtime> features` where the runtime has it, else one hull builds. Blocks;

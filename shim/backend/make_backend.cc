@@ -11,6 +11,7 @@
 #include "shim/backend/oci_cli/oci_cli_backend.h"
 #include "shim/backend/oci_cli/run_blocking.h"
 #include "shim/backend/oci_cli/runtime_error.h"
+#include "shim/backend/vm/vm_backend.h"
 
 namespace hull::shim {
 namespace {
@@ -48,6 +49,17 @@ Result<std::string> ResolveBinary(const std::string& binary) {
   return NotFoundError("runtime binary \"" + binary + "\" not found in PATH");
 }
 
+// The vm backend's name for `runtime` (the key that picks runc, crun, runsc).
+bool IsVm(const RuntimeOptions& options) {
+  return options.binary_name == "vm";
+}
+
+std::string SelfExe() {
+  char path[4096];
+  ssize_t n = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
+  return n > 0 ? std::string(path, static_cast<size_t>(n)) : std::string();
+}
+
 bool IsDirectory(const std::string& path) {
   struct stat st;
   return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -66,7 +78,12 @@ void Backend::StopSandbox(Done done) {
 }
 
 Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
-                                             const RuntimeOptions& options, const std::string& ns) {
+                                             const RuntimeOptions& options, const std::string& ns,
+                                             const Logger& log) {
+  if (IsVm(options)) {
+    return std::unique_ptr<Backend>(
+        std::make_unique<vm::VmBackend>(loop, reaper, options, SelfExe(), log));
+  }
   HULL_ASSIGN_OR_RETURN(std::string binary, ResolveBinary(options.binary_name));
   // The pod's config: each container's calls log to its own bundle.
   oci_cli::RuntimeConfig config = oci_cli::MakeRuntimeConfig(options, ns, /*bundle=*/"");
@@ -76,13 +93,14 @@ Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
       loop, reaper, ArgvBuilder(FlavourFor(options.binary_name), std::move(config)), options));
 }
 
-BackendFactory DefaultBackendFactory(EventLoop& loop, Reaper& reaper, std::string ns) {
-  return [&loop, &reaper, ns = std::move(ns)](const RuntimeOptions& options) {
-    return MakeBackend(loop, reaper, options, ns);
+BackendFactory DefaultBackendFactory(EventLoop& loop, Reaper& reaper, std::string ns, Logger log) {
+  return [&loop, &reaper, ns = std::move(ns), log = std::move(log)](const RuntimeOptions& options) {
+    return MakeBackend(loop, reaper, options, ns, log);
   };
 }
 
 Result<std::string> RuntimeFeatures(const RuntimeOptions& options) {
+  if (IsVm(options)) return vm::VmFeaturesJson(options);
   const oci_cli::Flavour& flavour = FlavourFor(options.binary_name);
   HULL_ASSIGN_OR_RETURN(std::string binary, ResolveBinary(options.binary_name));
   ArgvBuilder argv(flavour, oci_cli::RuntimeConfig{.binary = binary});
@@ -110,6 +128,8 @@ Result<std::string> RuntimeFeatures(const RuntimeOptions& options) {
 
 Status ForceDelete(const RuntimeOptions& options, const std::string& ns, const std::string& bundle,
                    const std::string& id) {
+  // The VM (if this bundle recorded one) and its run directory.
+  if (IsVm(options)) return vm::CleanUpAfterShim(bundle);
   const oci_cli::Flavour& flavour = FlavourFor(options.binary_name);
   // The bundle may be gone already; then the runtime logs to stderr only.
   oci_cli::RuntimeConfig config =

@@ -99,7 +99,7 @@ Result<std::string> GetRuntime(const toml::node& node, std::string_view origin,
   if (runtime.find('/') != std::string::npos && runtime.front() != '/') {
     return Invalid(
         origin, node,
-        std::string(key) + ": expected a runtime name (runc, crun, runsc) or an absolute path");
+        std::string(key) + ": expected a runtime name (runc, crun, runsc, vm) or an absolute path");
   }
   return runtime;
 }
@@ -310,13 +310,66 @@ toml::table SizingTable(const PodSizing& sizing) {
   };
 }
 
-// Applies one [section]; nullopt when it is not one of hull's. Later
-// features add theirs here ([vm]), each with its own keys and ShimConfig
-// member.
+// [vm]: the vm backend's QEMU and guest (docs/vm.md). Closed sets of
+// values are checked here; paths are checked when a VM boots.
+Result<std::string> GetOneOf(const toml::node& node, std::string_view origin, std::string_view key,
+                             std::initializer_list<std::string_view> allowed) {
+  HULL_ASSIGN_OR_RETURN(std::string value, GetString(node, origin, key));
+  std::string list;
+  for (std::string_view a : allowed) {
+    if (value == a) return value;
+    list += (list.empty() ? "\"" : ", \"") + std::string(a) + "\"";
+  }
+  return Invalid(origin, node,
+                 "vm." + std::string(key) + ": \"" + value + "\" is not one of " + list);
+}
+
+constexpr uint32_t kMaxAgentTimeoutMs = 3'600'000;  // an hour
+
+Status ApplyVm(const toml::table& table, std::string_view origin, VmOptions& vm) {
+  for (auto&& [name, node] : table) {
+    std::string_view key = name.str();
+    Status applied;
+    if (key == "qemu") {
+      applied = Assign(GetString(node, origin, key), vm.qemu);
+    } else if (key == "kernel") {
+      applied = Assign(GetString(node, origin, key), vm.kernel);
+    } else if (key == "initramfs") {
+      applied = Assign(GetString(node, origin, key), vm.initramfs);
+    } else if (key == "kernel_args") {
+      applied = Assign(GetString(node, origin, key), vm.kernel_args);
+    } else if (key == "machine") {
+      applied = Assign(GetOneOf(node, origin, key, {"microvm", "pc"}), vm.machine);
+    } else if (key == "accel") {
+      applied = Assign(GetOneOf(node, origin, key, {"tcg", "kvm"}), vm.accel);
+    } else if (key == "share") {
+      applied = Assign(GetOneOf(node, origin, key, {"9p", "virtiofs"}), vm.share);
+    } else if (key == "agent_timeout_ms") {
+      applied =
+          Assign(GetUint32InRange(node, origin, key, 1, kMaxAgentTimeoutMs), vm.agent_timeout_ms);
+    } else {
+      return Invalid(origin, node, "unknown key \"vm." + std::string(key) + "\"");
+    }
+    HULL_RETURN_IF_ERROR(applied);
+  }
+  return Status::Ok();
+}
+
+toml::table VmTable(const VmOptions& vm) {
+  return toml::table{
+      {"qemu", vm.qemu},           {"kernel", vm.kernel},
+      {"initramfs", vm.initramfs}, {"kernel_args", vm.kernel_args},
+      {"machine", vm.machine},     {"accel", vm.accel},
+      {"share", vm.share},         {"agent_timeout_ms", static_cast<int64_t>(vm.agent_timeout_ms)},
+  };
+}
+
+// Applies one [section]; nullopt when it is not one of hull's.
 std::optional<Status> ApplySection(std::string_view name, const toml::table& table,
                                    std::string_view origin, ShimConfig& config) {
   if (name == "sizing") return ApplySizing(table, origin, config.sizing);
   if (name == "ttrpc") return ApplyTtrpc(table, origin, config.ttrpc);
+  if (name == "vm") return ApplyVm(table, origin, config.runtime.vm);
   if (name == "runsc_config") {
     // Key by key over a lower layer's flags, like the top-level keys.
     return ApplyRuntimeFlags(table, origin, config.runtime.runtime_flags);
@@ -441,6 +494,7 @@ std::string ToToml(const ShimConfig& config) {
       {"start_output", std::string(StartOutputModeName(config.start_output))},
       {"sizing", SizingTable(config.sizing)},
       {"ttrpc", TtrpcTable(config.ttrpc)},
+      {"vm", VmTable(rt.vm)},
   };
   toml::table flags;
   for (const auto& [key, value] : rt.runtime_flags) flags.insert(key, value);

@@ -50,11 +50,28 @@ void Pod::DropLater(const std::string& id) {
     if (backend_) backend_->Release(id);
     if (!containers_.empty() || sandbox_held_ || !sandbox_ready_ || !backend_) return;
     sandbox_ready_ = false;
+    tearing_down_ = true;
     backend_->TeardownSandbox([this, alive](Status status) {
-      if (alive.expired() || status.ok()) return;
-      ctx_.log.Warn("pod: tear down the sandbox: {}", status.ToString());
+      if (alive.expired()) return;
+      if (!status.ok()) ctx_.log.Warn("pod: tear down the sandbox: {}", status.ToString());
+      TornDown();
     });
   });
+}
+
+void Pod::TornDown() {
+  tearing_down_ = false;
+  std::vector<std::function<void()>> waiters;
+  waiters.swap(torn_down_waiters_);
+  for (auto& done : waiters) done();
+}
+
+void Pod::WhenTornDown(std::function<void()> done) {
+  // Due: the sandbox is up and every container is deleted (DropLater tears
+  // it down on a later loop turn).
+  const bool due = sandbox_ready_ && !sandbox_held_ && backend_ && AllDeleted();
+  if (!tearing_down_ && !due) return ctx_.loop.Post(std::move(done));
+  torn_down_waiters_.push_back(std::move(done));
 }
 
 void Pod::ReleaseSandbox(Done done) {
@@ -63,7 +80,12 @@ void Pod::ReleaseSandbox(Done done) {
     return ctx_.loop.Post([done = std::move(done)] { done(Status::Ok()); });
   }
   sandbox_ready_ = false;
-  backend_->TeardownSandbox(std::move(done));
+  tearing_down_ = true;
+  std::weak_ptr<bool> alive = alive_;
+  backend_->TeardownSandbox([this, alive, done = std::move(done)](Status status) {
+    if (!alive.expired()) TornDown();
+    done(std::move(status));
+  });
 }
 
 // ---- admission ----
@@ -99,7 +121,13 @@ void Pod::Admit(const std::string& id, const std::string& bundle, const oci::Spe
     return ctx_.loop.Post(
         [done = std::move(done), admission = std::move(admission)] { done(std::move(admission)); });
   }
-  SandboxRequest req{.id = id, .bundle = bundle, .size = admission.size};
+  // A pod that is one container (no sandbox annotations: `ctr run`) gets
+  // the policy's default size for its sandbox (a VM backend boots with it).
+  SandboxRequest req{.id = id,
+                     .bundle = bundle,
+                     .size = admission.size ? admission.size
+                                            : oci::ComputePodSize(oci::SizeSource::kNone, {},
+                                                                  nullptr, config.sizing.policy)};
   if (sandbox_api) req.spec = spec;
   std::weak_ptr<bool> alive = alive_;
   (*backend)->PrepareSandbox(req, [this, alive, admission = std::move(admission),

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/logging.h"
 #include "base/status.h"
@@ -82,6 +83,12 @@ class Pod {
   void HoldSandbox() { sandbox_held_ = true; }
   void ReleaseSandbox(Done done);
 
+  // At server exit, before the pod is destroyed: calls `done` once no
+  // sandbox teardown is due or under way (a vm backend powers its VM off and
+  // answers when QEMU has exited). A sandbox that still holds live
+  // containers is not waited for (the backend's destructor ends it).
+  void WhenTornDown(std::function<void()> done);
+
   // At server exit: back to where the server came from, and no cgroup of
   // hull's left (logged, never fails).
   void Leave();
@@ -124,6 +131,9 @@ class Pod {
   std::optional<PodCgroupPlacement> placement_;
   std::unique_ptr<Backend> backend_;
   bool sandbox_ready_ = false;
+  bool tearing_down_ = false;
+  std::vector<std::function<void()>> torn_down_waiters_;  // WhenTornDown
+  void TornDown();
   bool sandbox_held_ = false;  // HoldSandbox
   std::map<std::string, std::unique_ptr<Container>> containers_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -67,6 +67,20 @@ inline std::string ReadWord(const std::string& path) {
   return word;
 }
 
+// Parses `ctr events` lines "<time> <ns> <topic> <json>" into topic + json.
+inline std::vector<std::pair<std::string, std::string>> ParseEvents(const std::string& output) {
+  std::vector<std::pair<std::string, std::string>> events;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    auto topic = line.find(" /tasks/");
+    if (topic == std::string::npos) continue;
+    auto space = line.find(' ', topic + 1);
+    events.emplace_back(line.substr(topic + 1, space - topic - 1),
+                        space == std::string::npos ? "" : line.substr(space + 1));
+  }
+  return events;
+}
+
 // Runs every test once per runtime hull drives.
 class HullCtrTest : public ::testing::TestWithParam<std::string> {
  protected:

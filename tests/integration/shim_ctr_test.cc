@@ -373,20 +373,6 @@ TEST_P(HullCtrTest, LogUriFileAndBinary) {
   EXPECT_NE(t.find("id=t2 ns=default"), std::string::npos) << t;
 }
 
-// Parses `ctr events` lines "<time> <ns> <topic> <json>" into topic + json.
-std::vector<std::pair<std::string, std::string>> ParseEvents(const std::string& output) {
-  std::vector<std::pair<std::string, std::string>> events;
-  std::istringstream lines(output);
-  for (std::string line; std::getline(lines, line);) {
-    auto topic = line.find(" /tasks/");
-    if (topic == std::string::npos) continue;
-    auto space = line.find(' ', topic + 1);
-    events.emplace_back(line.substr(topic + 1, space - topic - 1),
-                        space == std::string::npos ? "" : line.substr(space + 1));
-  }
-  return events;
-}
-
 TEST_P(HullCtrTest, EventsArriveInOrder) {
   auto events = StartEvents();
   ASSERT_NE(events, nullptr);

@@ -74,6 +74,13 @@ class OciCliBackend final : public Backend {
   // a sandbox: `runsc wait <id>`, run once Start has succeeded.
   void WatchInitExit(const std::string& id, pid_t pid,
                      std::function<void(int exit_status)> on_exit) override;
+  // Execs are the shim's children: the reaper reports them, kill(2) signals.
+  void WatchExecExit(const std::string& id, const std::string& exec_id, pid_t pid,
+                     std::function<void(int exit_status)> on_exit) override;
+  void ForgetExit(const std::string& id, const std::string& exec_id, pid_t pid) override;
+  void SignalExec(const std::string& id, const std::string& exec_id, pid_t pid, int signal,
+                  Done done) override;
+  void ResizeTerminal(const std::string&, const std::string&, uint32_t, uint32_t) override {}
   std::string name() const override { return std::string(argv_.flavour().name); }
 
  private:

@@ -1,6 +1,9 @@
 // OciCliBackend's calls that observe and snapshot a container rather than
 // change its state: checkpoint (in steps: probe the runtime, check criu,
 // dump), stats, the init's exit and OOM kills. See oci_cli_backend.h.
+#include <signal.h>
+
+#include <cerrno>
 #include <string_view>
 
 #include "base/spawn.h"
@@ -107,6 +110,24 @@ void OciCliBackend::WatchInitExit(const std::string& id, pid_t pid,
     return;
   }
   RunWait(id, std::move(on_exit));
+}
+
+void OciCliBackend::WatchExecExit(const std::string&, const std::string&, pid_t pid,
+                                  std::function<void(int exit_status)> on_exit) {
+  reaper_.Watch(pid, [on_exit = std::move(on_exit)](int wait_status) {
+    on_exit(ExitStatusFromWait(wait_status));
+  });
+}
+
+void OciCliBackend::ForgetExit(const std::string&, const std::string&, pid_t pid) {
+  if (pid > 0) reaper_.Discard(pid);
+}
+
+void OciCliBackend::SignalExec(const std::string&, const std::string& exec_id, pid_t pid,
+                               int signal, Done done) {
+  if (::kill(pid, signal) == 0) return PostDone(std::move(done), Status::Ok());
+  if (errno == ESRCH) return PostDone(std::move(done), NotFoundError("process already finished"));
+  PostDone(std::move(done), ErrnoError("kill", "exec " + exec_id));
 }
 
 void OciCliBackend::RunWait(const std::string& id, std::function<void(int)> on_exit) {

@@ -100,6 +100,14 @@ ShimConfig EveryKey() {
   c.ttrpc.max_connections = 64;
   c.ttrpc.max_calls_per_connection = 100;
   c.ttrpc.partial_frame_timeout_ms = 0;
+  c.runtime.vm.qemu = "/opt/qemu/bin/qemu-system-x86_64";
+  c.runtime.vm.kernel = "/var/lib/hull/vmlinux";
+  c.runtime.vm.initramfs = "/var/lib/hull/initramfs.cpio";
+  c.runtime.vm.kernel_args = "loglevel=7";
+  c.runtime.vm.machine = "pc";
+  c.runtime.vm.accel = "kvm";
+  c.runtime.vm.share = "virtiofs";
+  c.runtime.vm.agent_timeout_ms = 5000;
   return c;
 }
 
@@ -279,6 +287,48 @@ TEST_F(ConfigTest, TomlRoundTrip) {
   ShimConfig other = EveryKey();
   ASSERT_TRUE(ApplyToml(ToToml(defaults), "round trip", other).ok());
   EXPECT_EQ(other, defaults);
+}
+
+// ---- [vm] ----
+
+TEST_F(ConfigTest, VmTableAndRuntimeVm) {
+  ShimConfig c;
+  Status s = ApplyToml(R"(runtime = "vm"
+[vm]
+machine = "microvm"
+accel = "tcg"
+share = "9p"
+agent_timeout_ms = 120000
+kernel = "/k"
+)",
+                       "vm.toml", c);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(c.runtime.binary_name, "vm");
+  EXPECT_EQ(c.runtime.vm.agent_timeout_ms, 120000u);
+  EXPECT_EQ(c.runtime.vm.kernel, "/k");
+  EXPECT_EQ(c.runtime.vm.qemu, "qemu-system-x86_64");  // the default
+}
+
+TEST_F(ConfigTest, VmBadKeysAndValuesAreRefusedWithTheLine) {
+  struct Bad {
+    const char* text;
+    const char* says;
+  };
+  for (const Bad& bad : {
+           Bad{"[vm]\nmachine = \"q35\"", "vm.machine: \"q35\" is not one of"},
+           Bad{"[vm]\naccel = \"hvf\"", "vm.accel: \"hvf\" is not one of"},
+           Bad{"[vm]\nshare = \"nfs\"", "vm.share: \"nfs\" is not one of"},
+           Bad{"[vm]\nagent_timeout_ms = 0", "agent_timeout_ms: expected an integer"},
+           Bad{"[vm]\nkernel = 3", "kernel: expected a string"},
+           Bad{"[vm]\nvcpus = 2", "unknown key \"vm.vcpus\""},
+       }) {
+    ShimConfig c = EveryKey();
+    Status s = ApplyToml(bad.text, "vm.toml", c);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad.text;
+    EXPECT_NE(s.message().find(bad.says), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("vm.toml: line 2"), std::string::npos) << s.message();
+    EXPECT_EQ(c, EveryKey());  // untouched
+  }
 }
 
 // ---- [runsc_config] ----

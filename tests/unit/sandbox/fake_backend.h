@@ -73,6 +73,13 @@ class FakeBackend : public Backend {
     }
     loop_.Post([done = std::move(done)] { done(Status::Ok()); });
   }
+  void WatchExecExit(const std::string&, const std::string&, pid_t,
+                     std::function<void(int)>) override {}
+  void ForgetExit(const std::string&, const std::string&, pid_t) override {}
+  void SignalExec(const std::string&, const std::string&, pid_t, int, Done done) override {
+    Ok("SignalExec", std::move(done));
+  }
+  void ResizeTerminal(const std::string&, const std::string&, uint32_t, uint32_t) override {}
   bool Serves(const RuntimeOptions&) const override { return true; }
   std::string name() const override { return "fake"; }
 

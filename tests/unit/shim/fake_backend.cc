@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "base/file_util.h"
+#include "base/spawn.h"
 #include "google/protobuf/any.pb.h"
 
 namespace hull::shim::testing {
@@ -244,6 +245,34 @@ void FakeBackend::WatchInitExit(const std::string& id, pid_t,
                                 std::function<void(int exit_status)> on_exit) {
   calls_.push_back(FakeCall{.method = "WatchInitExit", .id = id});
   init_watchers_[id] = std::move(on_exit);
+}
+
+void FakeBackend::WatchExecExit(const std::string& id, const std::string& exec_id, pid_t pid,
+                                std::function<void(int exit_status)> on_exit) {
+  calls_.push_back(FakeCall{.method = "WatchExecExit", .id = id, .exec_id = exec_id});
+  reaper_.Watch(pid, [on_exit = std::move(on_exit)](int wait_status) {
+    on_exit(ExitStatusFromWait(wait_status));
+  });
+}
+
+void FakeBackend::ForgetExit(const std::string&, const std::string&, pid_t pid) {
+  if (pid > 0) reaper_.Discard(pid);
+}
+
+void FakeBackend::SignalExec(const std::string& id, const std::string& exec_id, pid_t pid,
+                             int signal, Done done) {
+  calls_.push_back(FakeCall{.method = "SignalExec", .id = id, .exec_id = exec_id});
+  Status status;
+  if (::kill(pid, signal) != 0) {
+    status = errno == ESRCH ? NotFoundError("process already finished")
+                            : ErrnoError("kill", "exec " + exec_id);
+  }
+  loop_.Post([done = std::move(done), status] { done(status); });
+}
+
+void FakeBackend::ResizeTerminal(const std::string& id, const std::string& exec_id, uint32_t,
+                                 uint32_t) {
+  calls_.push_back(FakeCall{.method = "ResizeTerminal", .id = id, .exec_id = exec_id});
 }
 
 }  // namespace hull::shim::testing

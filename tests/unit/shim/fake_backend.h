@@ -31,6 +31,7 @@ namespace hull::shim::testing {
 struct FakeCall {
   std::string method;                     // "Create", "Start", "Kill", ... as in Backend
   std::string id;                         // container id (the sandbox id for PrepareSandbox)
+  std::string exec_id;                    // WatchExecExit, SignalExec, ResizeTerminal
   int signal = 0;                         // Kill
   bool all = false;                       // Kill
   bool force = false;                     // Delete
@@ -98,6 +99,14 @@ class FakeBackend final : public Backend {
   Result<uint64_t> OomKillCount(const std::string& id) override;
   void WatchInitExit(const std::string& id, pid_t pid,
                      std::function<void(int exit_status)> on_exit) override;
+  // Execs are real children here: the reaper reports them, kill(2) signals.
+  void WatchExecExit(const std::string& id, const std::string& exec_id, pid_t pid,
+                     std::function<void(int exit_status)> on_exit) override;
+  void ForgetExit(const std::string& id, const std::string& exec_id, pid_t pid) override;
+  void SignalExec(const std::string& id, const std::string& exec_id, pid_t pid, int signal,
+                  Done done) override;
+  void ResizeTerminal(const std::string& id, const std::string& exec_id, uint32_t width,
+                      uint32_t height) override;
   bool Serves(const RuntimeOptions& other) const override { return other == options_; }
   std::string name() const override { return "fake"; }
 

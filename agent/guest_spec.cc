@@ -1,0 +1,83 @@
+#include "agent/guest_spec.h"
+
+#include <nlohmann/json.hpp>
+
+namespace hull::agent {
+namespace {
+
+using nlohmann::json;
+
+void DropProcessLabels(json& process) {
+  process.erase("apparmorProfile");
+  process.erase("selinuxLabel");
+}
+
+}  // namespace
+
+std::string GuestCgroupPath(const std::string& id) {
+  return "/hull/" + id;
+}
+
+Result<std::string> GuestSpec(const std::string& spec_json, const std::string& id,
+                              const std::string& bundle) {
+  json spec = json::parse(spec_json, nullptr, /*allow_exceptions=*/false);
+  if (!spec.is_object()) return InvalidArgumentError("spec is not a JSON object");
+  auto root = spec.find("root");
+  if (root == spec.end() || !root->is_object() || !root->contains("path") ||
+      !(*root)["path"].is_string() || (*root)["path"].get_ref<const std::string&>().empty()) {
+    return InvalidArgumentError("spec has no root.path");
+  }
+  std::string path = (*root)["path"];
+  if (path[0] != '/') {
+    if (bundle.empty() || bundle[0] != '/') {
+      return InvalidArgumentError("root.path " + path +
+                                  " is relative and the bundle is not absolute");
+    }
+    (*root)["path"] = bundle + "/" + path;
+  }
+  if (auto process = spec.find("process"); process != spec.end() && process->is_object()) {
+    DropProcessLabels(*process);
+  }
+  spec.erase("hooks");
+  json& linux = spec["linux"];
+  if (!linux.is_object()) linux = json::object();
+  linux["cgroupsPath"] = GuestCgroupPath(id);
+  linux.erase("mountLabel");
+  if (auto ns = linux.find("namespaces"); ns != linux.end() && ns->is_array()) {
+    json kept = json::array();
+    for (json& entry : *ns) {
+      if (!entry.is_object()) return InvalidArgumentError("linux.namespaces holds a non-object");
+      if (entry.value("type", "") == "network") continue;
+      entry.erase("path");
+      kept.push_back(std::move(entry));
+    }
+    *ns = std::move(kept);
+  }
+  return spec.dump();
+}
+
+Result<std::string> GuestProcess(const std::string& process_json) {
+  json process = json::parse(process_json, nullptr, /*allow_exceptions=*/false);
+  if (!process.is_object()) return InvalidArgumentError("process is not a JSON object");
+  auto args = process.find("args");
+  if (args == process.end() || !args->is_array() || args->empty()) {
+    return InvalidArgumentError("process has no args");
+  }
+  DropProcessLabels(process);
+  return process.dump();
+}
+
+Status CheckId(const std::string& what, const std::string& id) {
+  if (id.empty()) return InvalidArgumentError(what + " is empty");
+  if (id.size() > 128) return InvalidArgumentError(what + " is longer than 128 characters");
+  if (id[0] == '.') return InvalidArgumentError(what + " " + id + " starts with '.'");
+  for (char c : id) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.';
+    if (!ok)
+      return InvalidArgumentError(what + " " + id + " has a character other than [A-Za-z0-9_.-]");
+  }
+  return Status::Ok();
+}
+
+}  // namespace hull::agent

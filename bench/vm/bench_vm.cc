@@ -1,0 +1,231 @@
+// bench_vm: the vm backend's figures on a private containerd (docs/benchmarks.md,
+// "The vm backend"): QEMU start to the agent's Hello (from the pod's
+// hull-vm.json), `ctr run --rm` to its exit, `ctr run -d` (boot + first
+// container start), `ctr task exec` latency, and the host memory of one idle
+// VM pod (QEMU's PSS split by mapping, plus the shim), next to hull with runc.
+// Prints a Markdown table. Needs root and the guest image next to the shim
+// (tools/guest-image --out <build>/guest-image). Usage: bench_vm [--runs N]
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/integration/harness/harness.h"
+
+namespace hull::bench {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+constexpr char kImage[] = "docker.io/hull/busybox:latest";
+
+double Ms(Clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+struct Stats {
+  std::vector<double> samples;
+  std::string Cell() const {
+    if (samples.empty()) return "—";
+    std::vector<double> s = samples;
+    std::sort(s.begin(), s.end());
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "%.0f (%.0f-%.0f)", s[s.size() / 2], s.front(), s.back());
+    return buf;
+  }
+};
+
+// PSS of `pid` in kB, split: the guest's RAM (the anonymous mapping of
+// -m's size), TCG's translation cache (the rwx anonymous mappings), files
+// (QEMU and its libraries), the rest (QEMU's heap and stacks).
+std::map<std::string, long> PssBreakdown(pid_t pid, long guest_ram_kb) {
+  std::map<std::string, long> out;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps");
+  std::string line, kind = "other";
+  while (std::getline(in, line)) {
+    std::string first = line.substr(0, line.find(' '));
+    if (first.find('-') != std::string::npos && first.find(':') == std::string::npos) {
+      std::istringstream f(line);
+      std::string range, perms, offset, dev, inode, path;
+      f >> range >> perms >> offset >> dev >> inode;
+      std::getline(f, path);
+      path.erase(0, path.find_first_not_of(' '));
+      size_t dash = range.find('-');
+      long size_kb = static_cast<long>((std::stoull(range.substr(dash + 1), nullptr, 16) -
+                                        std::stoull(range.substr(0, dash), nullptr, 16)) /
+                                       1024);
+      if (!path.empty() && path[0] == '/') {
+        kind = "QEMU and its libraries (files)";
+      } else if (perms.find("rwx") == 0) {
+        kind = "TCG translation cache";
+      } else if (size_kb >= guest_ram_kb && guest_ram_kb > 0) {
+        kind = "guest RAM touched";
+      } else {
+        kind = "QEMU heap, stacks, other";
+      }
+      continue;
+    }
+    if (line.rfind("Pss:", 0) == 0) out[kind] += std::stol(line.substr(4));
+  }
+  return out;
+}
+
+pid_t ParentOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  std::istringstream fields(text.substr(text.rfind(')') + 1));
+  std::string state;
+  pid_t parent = 0;
+  fields >> state >> parent;
+  return parent;
+}
+
+long PssKb(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Pss:", 0) == 0) return std::stol(line.substr(4));
+  }
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  int runs = 5;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--runs" && i + 1 < argc) runs = std::atoi(argv[++i]);
+  }
+  std::string error;
+  auto containerd = itest::PrivateContainerd::Start({}, &error);
+  if (!containerd) {
+    std::cerr << "bench_vm: start containerd: " << error << "\n";
+    return 1;
+  }
+  if (!containerd->ImportImages("default", &error)) {
+    std::cerr << "bench_vm: import images: " << error << "\n";
+    return 1;
+  }
+  const std::string vm_config = containerd->dir() + "/hull-vm.toml";
+  std::ofstream(vm_config) << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\n";
+  auto run = [&](bool vm, std::vector<std::string> flags, const std::string& id,
+                 std::vector<std::string> cmd) {
+    std::vector<std::string> args = {"run", "--runtime", "io.containerd.hull.v2"};
+    if (vm) args.insert(args.end(), {"--runtime-config-path", vm_config});
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back(kImage);
+    args.push_back(id);
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    return containerd->Ctr(args, "default", 180s);
+  };
+  const std::string tasks = containerd->state() + "/io.containerd.runtime.v2.task/default/";
+
+  Stats run_rm[2], run_d[2], exec[2], ready;
+  std::map<std::string, long> qemu_pss;
+  long shim_pss[2] = {0, 0};
+  long qemu_total = 0;
+  int id = 0;
+  for (int i = 0; i < runs; ++i) {
+    for (int vm = 0; vm < 2; ++vm) {
+      auto t0 = Clock::now();
+      auto r = run(vm, {"--rm"}, "rm" + std::to_string(id++), {"echo", "hi"});
+      if (!r.ok() || r.out != "hi\n") {
+        std::cerr << "bench_vm: ctr run --rm: " << r.Describe() << "\n";
+        return 1;
+      }
+      run_rm[vm].samples.push_back(Ms(Clock::now() - t0));
+    }
+  }
+  for (int vm = 0; vm < 2; ++vm) {
+    const std::string pod = "pod" + std::to_string(vm);
+    auto t0 = Clock::now();
+    auto r = run(vm, {"-d"}, pod, {"sleep", "100000"});
+    if (!r.ok()) {
+      std::cerr << "bench_vm: ctr run -d: " << r.Describe() << "\n";
+      return 1;
+    }
+    run_d[vm].samples.push_back(Ms(Clock::now() - t0));
+    for (int i = 0; i < runs; ++i) {
+      auto e0 = Clock::now();
+      auto e = containerd->Ctr({"task", "exec", "--exec-id", "e" + std::to_string(i), pod, "true"},
+                               "default", 60s);
+      if (!e.ok()) {
+        std::cerr << "bench_vm: exec: " << e.Describe() << "\n";
+        return 1;
+      }
+      exec[vm].samples.push_back(Ms(Clock::now() - e0));
+    }
+    std::this_thread::sleep_for(3s);  // let the idle pod settle before reading memory
+    // The shim: the parent of QEMU (vm) or of the container's init (runc).
+    pid_t child = 0;
+    std::istringstream ls(containerd->Ctr({"task", "ls"}).out);
+    for (std::string line; std::getline(ls, line);) {
+      std::istringstream f(line);
+      std::string task;
+      pid_t pid = 0;
+      if (f >> task >> pid && task == pod) child = pid;
+    }
+    if (vm == 1) {
+      std::ifstream in(tasks + pod + "/hull-vm.json");
+      auto record = nlohmann::json::parse(in, nullptr, false);
+      if (record.is_object()) child = record.value("qemu_pid", 0);
+    }
+    shim_pss[vm] = PssKb(ParentOf(child));
+    if (vm == 1) {
+      std::ifstream in(tasks + pod + "/hull-vm.json");
+      auto record = nlohmann::json::parse(in, nullptr, false);
+      if (record.is_object()) {
+        ready.samples.push_back(record.value("agent_ready_ms", 0.0));
+        pid_t qemu = record.value("qemu_pid", 0);
+        qemu_total = PssKb(qemu);
+        qemu_pss = PssBreakdown(qemu, 1024L * 1024);  // the default 2048 MiB pod: >= 1 GiB
+      }
+    }
+    containerd->Ctr({"task", "kill", "-s", "SIGKILL", pod});
+    itest::WaitUntil([&] { return containerd->Ctr({"task", "rm", pod}).ok(); }, 60s, 200ms);
+    containerd->Ctr({"container", "rm", pod});
+  }
+  // Boot to agent-ready for every `--rm` run is not kept (the bundle goes);
+  // more samples from extra detached pods.
+  for (int i = 1; i < runs; ++i) {
+    const std::string pod = "ready" + std::to_string(i);
+    if (!run(true, {"-d"}, pod, {"sleep", "100000"}).ok()) break;
+    std::ifstream in(tasks + pod + "/hull-vm.json");
+    auto record = nlohmann::json::parse(in, nullptr, false);
+    if (record.is_object()) ready.samples.push_back(record.value("agent_ready_ms", 0.0));
+    containerd->Ctr({"task", "kill", "-s", "SIGKILL", pod});
+    itest::WaitUntil([&] { return containerd->Ctr({"task", "rm", pod}).ok(); }, 60s, 200ms);
+    containerd->Ctr({"container", "rm", pod});
+  }
+
+  std::ifstream loadavg("/proc/loadavg");
+  std::string load;
+  std::getline(loadavg, load);
+  std::cout << "Runs: " << runs << "; load average at the end: " << load << "\n\n";
+  std::cout << "| figure (ms: median (min-max)) | hull/vm | hull/runc |\n|---|---:|---:|\n";
+  std::cout << "| QEMU start to agent ready | " << ready.Cell() << " | — |\n";
+  std::cout << "| `ctr run --rm` echo, to exit | " << run_rm[1].Cell() << " | " << run_rm[0].Cell()
+            << " |\n";
+  std::cout << "| `ctr run -d` (boot + first container start) | " << run_d[1].Cell() << " | "
+            << run_d[0].Cell() << " |\n";
+  std::cout << "| `ctr task exec` true | " << exec[1].Cell() << " | " << exec[0].Cell() << " |\n";
+  std::cout << "| shim PSS, idle pod (kB) | " << shim_pss[1] << " | " << shim_pss[0] << " |\n";
+  std::cout << "| QEMU PSS, idle pod (kB) | " << qemu_total << " | — |\n";
+  for (const auto& [kind, kb] : qemu_pss) {
+    std::cout << "| &nbsp;&nbsp;of which " << kind << " (kB) | " << kb << " | |\n";
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace hull::bench
+
+int main(int argc, char** argv) {
+  return hull::bench::Main(argc, argv);
+}

@@ -1,0 +1,120 @@
+#include "shim/backend/vm/pod_share.h"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "base/unique_fd.h"
+#include "shim/backend/vm/qemu_command.h"
+#include "shim/mount/mount.h"
+
+namespace hull::shim::vm {
+namespace {
+
+bool IsBind(const nlohmann::ordered_json& mount) {
+  if (mount.value("type", "") == "bind") return true;
+  auto options = mount.find("options");
+  if (options == mount.end() || !options->is_array()) return false;
+  for (const auto& o : *options) {
+    if (o.is_string() && (o == "bind" || o == "rbind")) return true;
+  }
+  return false;
+}
+
+// A bind target like its source: a directory, or an empty file.
+Status MakeTarget(const std::string& source, const std::string& target) {
+  struct stat st;
+  if (::stat(source.c_str(), &st) != 0) return ErrnoError("stat", source);
+  if (S_ISDIR(st.st_mode)) {
+    if (::mkdir(target.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoError("mkdir", target);
+    return Status::Ok();
+  }
+  UniqueFd fd(::open(target.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd.valid()) return ErrnoError("create", target);
+  return Status::Ok();
+}
+
+Status Bind(const std::string& source, const std::string& target) {
+  HULL_RETURN_IF_ERROR(MakeTarget(source, target));
+  if (::mount(source.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+    return ErrnoError("bind-mount " + source + " on", target);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::string> GuestSpecJson(const std::string& host_spec_json, const std::string& guest_dir,
+                                  std::vector<std::string>* binds) {
+  auto spec = nlohmann::ordered_json::parse(host_spec_json, nullptr, false);
+  if (spec.is_discarded() || !spec.is_object()) {
+    return InvalidArgumentError("config.json is not a JSON object");
+  }
+  auto root = spec.find("root");
+  if (root == spec.end() || !root->is_object() || !root->contains("path")) {
+    return InvalidArgumentError("config.json has no root.path");
+  }
+  (*root)["path"] = "rootfs";
+  auto mounts = spec.find("mounts");
+  if (mounts != spec.end() && mounts->is_array()) {
+    for (auto& mount : *mounts) {
+      if (!mount.is_object() || !IsBind(mount)) continue;
+      auto source = mount.find("source");
+      if (source == mount.end() || !source->is_string()) continue;
+      std::string host = source->get<std::string>();
+      if (host.empty() || host[0] != '/') continue;
+      *source = guest_dir + "/mounts/" + std::to_string(binds->size());
+      binds->push_back(std::move(host));
+    }
+  }
+  return spec.dump();
+}
+
+Result<GuestContainer> PodShare::AddContainer(const std::string& id, const std::string& host_rootfs,
+                                              const std::string& host_spec_json) {
+  if (id.empty() || id.find('/') != std::string::npos || id == "." || id == "..") {
+    return InvalidArgumentError("container id " + id + " cannot name a directory");
+  }
+  const std::string dir = dir_ + "/" + id;
+  const std::string guest_dir = std::string(kGuestSharePath) + "/" + id;
+  std::vector<std::string> binds;
+  HULL_ASSIGN_OR_RETURN(std::string spec, GuestSpecJson(host_spec_json, guest_dir, &binds));
+  if (::mkdir(dir.c_str(), 0700) != 0) return ErrnoError("mkdir", dir);
+  auto undo = [&](Status status) -> Result<GuestContainer> {
+    RemoveContainer(id).IgnoreError();
+    return status;
+  };
+  Status bound = Bind(host_rootfs, dir + "/rootfs");
+  if (!bound.ok()) return undo(bound.WithContext("the container's rootfs"));
+  if (!binds.empty() && ::mkdir((dir + "/mounts").c_str(), 0700) != 0) {
+    return undo(ErrnoError("mkdir", dir + "/mounts"));
+  }
+  for (size_t i = 0; i < binds.size(); ++i) {
+    bound = Bind(binds[i], dir + "/mounts/" + std::to_string(i));
+    if (!bound.ok()) return undo(bound.WithContext("volume " + binds[i]));
+  }
+  return GuestContainer{.bundle = guest_dir, .spec_json = std::move(spec)};
+}
+
+Status PodShare::RemoveContainer(const std::string& id) {
+  const std::string dir = dir_ + "/" + id;
+  HULL_RETURN_IF_ERROR(UnmountAll(dir));
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  if (ec) return InternalError("remove " + dir + ": " + ec.message());
+  return Status::Ok();
+}
+
+Status PodShare::RemoveAll() {
+  HULL_RETURN_IF_ERROR(UnmountAll(dir_));
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+  if (ec) return InternalError("remove " + dir_ + ": " + ec.message());
+  return Status::Ok();
+}
+
+}  // namespace hull::shim::vm

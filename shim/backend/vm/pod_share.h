@@ -1,0 +1,47 @@
+// PodShare: the one host directory a pod's guest sees (over 9p, as
+// kShareTag at kGuestSharePath). Each container gets `<share>/<id>/`: its
+// rootfs and each bind-mounted volume are bind-mounted there, and its spec
+// is rewritten to name those guest paths, so the guest never sees any other
+// host path. Blocking filesystem calls, loop thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace hull::shim::vm {
+
+// The guest's view of a container: its bundle directory and its spec.
+struct GuestContainer {
+  std::string bundle;     // <kGuestSharePath>/<id>
+  std::string spec_json;  // root.path "rootfs", bind sources in the share
+};
+
+// The spec of `host_spec_json` with root.path set to "rootfs" (relative to
+// the guest bundle) and each bind mount's source replaced by
+// `<guest_dir>/mounts/<n>`; `binds` gets the host sources in that order.
+// InvalidArgument for a spec that is not a JSON object with root.path.
+Result<std::string> GuestSpecJson(const std::string& host_spec_json, const std::string& guest_dir,
+                                  std::vector<std::string>* binds);
+
+class PodShare {
+ public:
+  explicit PodShare(std::string dir) : dir_(std::move(dir)) {}
+
+  const std::string& dir() const { return dir_; }
+
+  // Makes `<share>/<id>/` with the container's rootfs (`host_rootfs`) and the
+  // spec's bind sources mounted in; undoes it all on failure.
+  Result<GuestContainer> AddContainer(const std::string& id, const std::string& host_rootfs,
+                                      const std::string& host_spec_json);
+  // Unmounts and removes `<share>/<id>/` (idempotent).
+  Status RemoveContainer(const std::string& id);
+  // Unmounts everything under the share and removes it.
+  Status RemoveAll();
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace hull::shim::vm

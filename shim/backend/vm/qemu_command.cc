@@ -1,0 +1,196 @@
+#include "shim/backend/vm/qemu_command.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "base/file_util.h"
+
+namespace hull::shim::vm {
+namespace {
+
+bool IsExecutableFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+bool IsReadableFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), R_OK) == 0;
+}
+
+std::string Dirname(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+Result<std::string> FindQemu(const std::string& qemu) {
+  if (qemu.empty()) return InvalidArgumentError("[vm] qemu is empty");
+  if (qemu.find('/') != std::string::npos) {
+    if (IsExecutableFile(qemu)) return qemu;
+    return NotFoundError("QEMU binary " + qemu + " does not exist or is not executable");
+  }
+  const char* env = ::getenv("PATH");
+  std::string_view path = env != nullptr ? env : "/usr/local/bin:/usr/bin:/bin";
+  while (true) {
+    size_t colon = path.find(':');
+    std::string dir(path.substr(0, colon));
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + qemu;
+    if (IsExecutableFile(candidate)) return candidate;
+    if (colon == std::string_view::npos) break;
+    path.remove_prefix(colon + 1);
+  }
+  return NotFoundError("QEMU binary \"" + qemu +
+                       "\" not found in PATH (apt-get install qemu-system-x86, or set [vm] qemu)");
+}
+
+// `configured` if set (it must exist), else `name` in the first asset
+// directory that has it.
+Result<std::string> FindAsset(std::string_view what, std::string_view key,
+                              const std::string& configured, const std::string& name,
+                              const std::vector<std::string>& dirs) {
+  if (!configured.empty()) {
+    if (IsReadableFile(configured)) return configured;
+    return NotFoundError("guest " + std::string(what) + " " + configured + " ([vm] " +
+                         std::string(key) + ") does not exist or is not readable");
+  }
+  std::string looked;
+  for (const std::string& dir : dirs) {
+    std::string candidate = dir + "/" + name;
+    if (IsReadableFile(candidate)) return candidate;
+    looked += (looked.empty() ? "" : ", ") + candidate;
+  }
+  return NotFoundError("no guest " + std::string(what) + " (looked for " + looked +
+                       "; build it with tools/guest-image, or set [vm] " + std::string(key) + ")");
+}
+
+}  // namespace
+
+std::vector<std::string> GuestAssetDirs(const std::string& self_exe) {
+  std::vector<std::string> dirs = {"/usr/lib/hull/guest"};
+  if (!self_exe.empty()) {
+    std::string bin = Dirname(self_exe);
+    dirs.push_back(bin + "/../guest-image");
+    dirs.push_back(bin + "/../../guest-image");
+  }
+  return dirs;
+}
+
+Result<GuestAssets> ResolveGuestAssets(const VmOptions& options,
+                                       const std::vector<std::string>& asset_dirs) {
+  if (options.share == "virtiofs") {
+    return UnimplementedError(
+        "[vm] share = \"virtiofs\" is not built: Debian 12's only virtiofsd is QEMU's "
+        "deprecated one (docs/vm.md); use share = \"9p\"");
+  }
+  GuestAssets assets;
+  HULL_ASSIGN_OR_RETURN(assets.qemu, FindQemu(options.qemu));
+  const char* kernel_name = options.machine == "pc" ? "vmlinuz" : "vmlinux";
+  HULL_ASSIGN_OR_RETURN(assets.kernel,
+                        FindAsset("kernel", "kernel", options.kernel, kernel_name, asset_dirs));
+  HULL_ASSIGN_OR_RETURN(assets.initramfs, FindAsset("initramfs", "initramfs", options.initramfs,
+                                                    "initramfs.cpio", asset_dirs));
+  return assets;
+}
+
+Result<HostCapacity> ReadHostCapacity() {
+  HostCapacity host;
+  long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus <= 0) return ErrnoError("sysconf", "_SC_NPROCESSORS_ONLN");
+  host.cpus = static_cast<uint32_t>(cpus);
+  std::ifstream in("/proc/meminfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("MemTotal:", 0) == 0) {
+      host.memory_mib = std::stoull(line.substr(9)) / 1024;
+      return host;
+    }
+  }
+  return InternalError("/proc/meminfo: no MemTotal");
+}
+
+Status CheckFits(uint32_t vcpus, uint64_t memory_mib, const HostCapacity& host) {
+  if (vcpus > host.cpus) {
+    return FailedPreconditionError("the pod's VM needs " + std::to_string(vcpus) +
+                                   " vCPUs and this host has " + std::to_string(host.cpus) +
+                                   " CPUs");
+  }
+  if (memory_mib > host.memory_mib) {
+    return FailedPreconditionError("the pod's VM needs " + std::to_string(memory_mib) +
+                                   " MiB of memory and this host has " +
+                                   std::to_string(host.memory_mib) + " MiB");
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& options,
+                                  uint32_t vcpus, uint64_t memory_mib, const VmPaths& paths,
+                                  const std::string& tsc_khz) {
+  const bool microvm = options.machine != "pc";
+  const bool kvm = options.accel == "kvm";
+  std::string append = "console=ttyS0 quiet panic=-1 mitigations=off cryptomgr.notests";
+  if (microvm && !kvm) {
+    append += " tsc=reliable no_timer_check";
+    if (!tsc_khz.empty()) append += " tsc_early_khz=" + tsc_khz;
+  }
+  if (!options.kernel_args.empty()) append += " " + options.kernel_args;
+  const std::string bus = microvm ? "-device" : "-pci";
+  // One option and its value a line.
+  // clang-format off
+  std::vector<std::string> argv = {
+      assets.qemu,
+      "-M", microvm ? "microvm" : "pc",
+      "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+      "-accel", kvm ? "kvm" : "tcg,thread=multi",
+      "-cpu", kvm ? "host" : "max",
+      // maxcpus = the boot count and no memory slots: nothing to hotplug.
+      "-smp", std::to_string(vcpus) + ",maxcpus=" + std::to_string(vcpus),
+      "-m", std::to_string(memory_mib),
+      "-kernel", assets.kernel, "-initrd", assets.initramfs, "-append", append,
+      "-chardev", "file,id=console,path=" + paths.console_log,
+      "-serial", "chardev:console",
+      "-device", "virtio-serial" + bus + ",id=vser",
+      "-chardev", "socket,id=agent,path=" + paths.agent_socket + ",server=on,wait=off",
+      "-device", "virtserialport,bus=vser.0,chardev=agent,name=" + std::string(kAgentPortName),
+      "-fsdev", "local,id=pod,path=" + paths.share_dir + ",security_model=none,multidevs=remap",
+      "-device", "virtio-9p" + bus + ",fsdev=pod,mount_tag=" + std::string(kShareTag),
+  };
+  // clang-format on
+  if (microvm) {
+    argv.insert(argv.begin() + 3, {"-global", "virtio-mmio.force-legacy=false"});
+  }
+  return argv;
+}
+
+std::string HostTscKhz() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("cpu MHz", 0) != 0) continue;
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) return "";
+    char* end = nullptr;
+    double mhz = std::strtod(line.c_str() + colon + 1, &end);
+    if (mhz <= 0) return "";
+    return std::to_string(static_cast<long>(mhz * 1000));
+  }
+  return "";
+}
+
+std::string LastLines(std::string_view text, size_t n) {
+  while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  size_t pos = text.size();
+  for (size_t lines = 0; lines < n && pos > 0; ++lines) {
+    size_t nl = text.rfind('\n', pos - 1);
+    if (nl == std::string_view::npos) {
+      pos = 0;
+      break;
+    }
+    pos = nl;
+  }
+  if (pos > 0) ++pos;  // after the newline
+  return std::string(text.substr(pos));
+}
+
+}  // namespace hull::shim::vm

@@ -1,0 +1,71 @@
+// The pure part of booting a pod's micro-VM: which guest assets to use, the
+// host capacity check, and QEMU's command line from the pod's size and the
+// `[vm]` options. No process is started here (vm_backend.cc does that);
+// unit-tested in tests/unit/backend/qemu_command_test.cc.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "shim/backend/vm/vm_options.h"
+
+namespace hull::shim::vm {
+
+// The agent's port name and the per-pod share's 9p mount tag.
+inline constexpr std::string_view kAgentPortName = "hull.agent";
+inline constexpr std::string_view kShareTag = "hullpod";
+// Where the guest mounts the per-pod share.
+inline constexpr std::string_view kGuestSharePath = "/run/hull/pod";
+
+struct GuestAssets {
+  std::string qemu;  // an executable path
+  std::string kernel;
+  std::string initramfs;
+};
+
+// Where the assets are looked for when `[vm]` names none, in order: the
+// package's /usr/lib/hull/guest, then the guest image tools/guest-image
+// builds next to a build tree's binary (`<bin>/../guest-image` and
+// `<bin>/../../guest-image`, `<bin>` being the directory of `self_exe`).
+std::vector<std::string> GuestAssetDirs(const std::string& self_exe);
+
+// Checks the options (virtiofs is Unimplemented) and finds QEMU (a path or a
+// name in PATH), the kernel and the initramfs: NotFound naming each one
+// missing and where it was looked for.
+Result<GuestAssets> ResolveGuestAssets(const VmOptions& options,
+                                       const std::vector<std::string>& asset_dirs);
+
+struct HostCapacity {
+  uint32_t cpus = 0;        // online CPUs
+  uint64_t memory_mib = 0;  // MemTotal
+};
+Result<HostCapacity> ReadHostCapacity();
+// FailedPrecondition with the numbers when the host cannot give the VM
+// `vcpus` or `memory_mib`.
+Status CheckFits(uint32_t vcpus, uint64_t memory_mib, const HostCapacity& host);
+
+// What the per-pod run directory holds.
+struct VmPaths {
+  std::string agent_socket;  // QEMU's chardev socket for the agent port
+  std::string console_log;   // the guest's serial console
+  std::string share_dir;     // exported to the guest as kShareTag
+};
+
+// QEMU's argv: -nodefaults -no-user-config, -smp and -m fixed at boot (no
+// hotplug slots, no hotpluggable device), the serial console into
+// `console_log`, the virtio-serial agent port on a socket and the one 9p
+// share. `tsc_khz` (microvm under TCG needs it, docs/vm.md) may be empty.
+std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& options,
+                                  uint32_t vcpus, uint64_t memory_mib, const VmPaths& paths,
+                                  const std::string& tsc_khz);
+
+// The host's TSC rate in kHz from /proc/cpuinfo ("cpu MHz"), or "".
+std::string HostTscKhz();
+
+// The last `n` lines of `text` (the console log's tail for messages).
+std::string LastLines(std::string_view text, size_t n);
+
+}  // namespace hull::shim::vm

@@ -1,0 +1,393 @@
+// VmBackend's container calls: each one agent call (vm_backend.h). Guest
+// pids go into the pid files, never to the host's reaper or kill(2).
+#include "shim/backend/vm/vm_backend.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <limits>
+
+#include "base/file_util.h"
+#include "google/protobuf/any.pb.h"
+
+namespace hull::shim::vm {
+
+namespace pb = ::hull::agent::v1;
+
+namespace {
+
+// The guest init's exit status when the VM went away under it.
+constexpr int kLostExitStatus = 255;
+
+UniqueFd Dup(int fd) {
+  if (fd < 0) return UniqueFd();
+  return UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 3));
+}
+
+pb::Stdio StdioFlags(const ProcessStdio& stdio, bool terminal) {
+  pb::Stdio flags;
+  flags.set_terminal(terminal);
+  flags.set_stdin(terminal || stdio.stdin_fd >= 0);
+  flags.set_stdout(terminal || stdio.stdout_fd >= 0);
+  flags.set_stderr(!terminal && stdio.stderr_fd >= 0);
+  return flags;
+}
+
+}  // namespace
+
+void VmBackend::Post(Done done, Status status) {
+  loop_.Post([done = std::move(done), status = std::move(status)] { done(status); });
+}
+
+template <typename Resp>
+std::function<void(Result<Resp>)> VmBackend::Answer(std::string what, Done done) {
+  std::weak_ptr<bool> alive = alive_;
+  return [alive, what = std::move(what), done = std::move(done)](Result<Resp> r) {
+    if (alive.expired()) return done(NotFoundError("container deleted"));
+    done(r ? Status::Ok() : r.error().WithContext(what));
+  };
+}
+
+void VmBackend::Release(const std::string& id) {
+  containers_.erase(id);
+}
+
+Status VmBackend::StartStdio(const std::string& id, const std::string& exec_id,
+                             const ProcessStdio& stdio, bool terminal) {
+  UniqueFd in, out, err;
+  if (terminal) {
+    HULL_ASSIGN_OR_RETURN(UniqueFd slave, HostPtyForConsoleSocket(stdio.console_socket));
+    in = Dup(slave.get());
+    out = std::move(slave);
+  } else {
+    in = Dup(stdio.stdin_fd);
+    out = Dup(stdio.stdout_fd);
+    err = Dup(stdio.stderr_fd);
+  }
+  containers_[id].stdio[exec_id] = std::make_unique<GuestStdio>(
+      loop_, agent_, id, exec_id, terminal, std::move(in), std::move(out), std::move(err));
+  return Status::Ok();
+}
+
+void VmBackend::Create(const CreateRequest& req, Done done) {
+  if (!agent_ || !share_) {
+    return Post(std::move(done),
+                FailedPreconditionError("create " + req.id + ": the pod's VM is not running"));
+  }
+  if (!req.checkpoint.empty()) {
+    return Post(
+        std::move(done),
+        UnimplementedError("create " + req.id +
+                           ": the vm backend cannot restore a checkpoint (docs/backends.md)"));
+  }
+  auto spec = ReadFile(req.bundle + "/config.json");
+  if (!spec) return Post(std::move(done), spec.error().WithContext("create " + req.id));
+  Result<GuestContainer> guest = share_->AddContainer(req.id, req.bundle + "/rootfs", *spec);
+  if (!guest) return Post(std::move(done), guest.error().WithContext("create " + req.id));
+  const bool terminal = !req.stdio.console_socket.empty();
+
+  pb::CreateContainerRequest create;
+  create.set_container_id(req.id);
+  create.set_bundle(guest->bundle);
+  create.set_spec_json(guest->spec_json);
+  *create.mutable_stdio() = StdioFlags(req.stdio, terminal);
+  // The stdio descriptors are the caller's until `done`: ours are dups.
+  containers_[req.id];
+  Status stdio = StartStdio(req.id, "", req.stdio, terminal);
+  if (!stdio.ok()) {
+    share_->RemoveContainer(req.id).IgnoreError();
+    containers_.erase(req.id);
+    return Post(std::move(done), stdio.WithContext("create " + req.id + ": terminal"));
+  }
+  std::weak_ptr<bool> alive = alive_;
+  agent_->Call<pb::CreateContainerResponse>(
+      "CreateContainer", create,
+      [this, alive, req, done = std::move(done)](Result<pb::CreateContainerResponse> r) {
+        if (alive.expired()) return done(NotFoundError("container deleted"));
+        auto fail = [&](Status status) {
+          containers_[req.id].stdio.erase("");
+          if (share_) share_->RemoveContainer(req.id).IgnoreError();
+          done(status.WithContext("create " + req.id));
+        };
+        if (!r) return fail(r.error());
+        if (r->pid() == 0 || r->pid() > static_cast<uint32_t>(std::numeric_limits<pid_t>::max())) {
+          return fail(InternalError("malformed agent answer: CreateContainer gave pid " +
+                                    std::to_string(r->pid())));
+        }
+        Status written = WriteFileAtomic(req.pid_file, std::to_string(r->pid()));
+        if (!written.ok()) return fail(written);
+        containers_[req.id].stdio[""]->Start();
+        done(Status::Ok());
+      });
+}
+
+void VmBackend::Start(const std::string& id, Done done) {
+  if (!agent_) return Post(std::move(done), FailedPreconditionError("the pod's VM is not running"));
+  pb::StartContainerRequest req;
+  req.set_container_id(id);
+  agent_->Call<pb::StartContainerResponse>(
+      "StartContainer", req, Answer<pb::StartContainerResponse>("start " + id, std::move(done)));
+}
+
+void VmBackend::Exec(const ExecRequest& req, Done done) {
+  if (!agent_) return Post(std::move(done), FailedPreconditionError("the pod's VM is not running"));
+  auto process = ReadFile(req.process_json);
+  if (!process) return Post(std::move(done), process.error().WithContext("exec " + req.exec_id));
+  const bool terminal = !req.stdio.console_socket.empty();
+  pb::ExecProcessRequest exec;
+  exec.set_container_id(req.id);
+  exec.set_exec_id(req.exec_id);
+  exec.set_process_json(*process);
+  *exec.mutable_stdio() = StdioFlags(req.stdio, terminal);
+  Status stdio = StartStdio(req.id, req.exec_id, req.stdio, terminal);
+  if (!stdio.ok()) return Post(std::move(done), stdio.WithContext("exec " + req.exec_id));
+  std::weak_ptr<bool> alive = alive_;
+  agent_->Call<pb::ExecProcessResponse>(
+      "ExecProcess", exec,
+      [this, alive, req, done = std::move(done)](Result<pb::ExecProcessResponse> r) {
+        if (alive.expired()) return done(NotFoundError("container deleted"));
+        auto& stdio = containers_[req.id].stdio;
+        if (!r) {
+          stdio.erase(req.exec_id);
+          return done(r.error().WithContext("exec " + req.exec_id));
+        }
+        if (r->pid() == 0) {
+          stdio.erase(req.exec_id);
+          return done(InternalError("malformed agent answer: ExecProcess gave pid 0"));
+        }
+        Status written = WriteFileAtomic(req.pid_file, std::to_string(r->pid()));
+        if (!written.ok()) return done(written);
+        if (auto it = stdio.find(req.exec_id); it != stdio.end()) it->second->Start();
+        done(Status::Ok());
+      });
+}
+
+void VmBackend::Kill(const std::string& id, int signal, bool all, Done done) {
+  if (!agent_) return Post(std::move(done), NotFoundError("process already finished"));
+  pb::SignalProcessRequest req;
+  req.set_container_id(id);
+  req.set_signal(static_cast<uint32_t>(signal));
+  req.set_all(all);
+  agent_->Call<pb::SignalProcessResponse>(
+      "SignalProcess", req, Answer<pb::SignalProcessResponse>("kill " + id, std::move(done)));
+}
+
+void VmBackend::SignalExec(const std::string& id, const std::string& exec_id, pid_t, int signal,
+                           Done done) {
+  if (!agent_) return Post(std::move(done), NotFoundError("process already finished"));
+  pb::SignalProcessRequest req;
+  req.set_container_id(id);
+  req.set_exec_id(exec_id);
+  req.set_signal(static_cast<uint32_t>(signal));
+  agent_->Call<pb::SignalProcessResponse>(
+      "SignalProcess", req,
+      Answer<pb::SignalProcessResponse>("kill exec " + exec_id, std::move(done)));
+}
+
+void VmBackend::Delete(const std::string& id, bool, Done done) {
+  std::weak_ptr<bool> alive = alive_;
+  auto finish = [this, alive, id, done = std::move(done)](Status status) mutable {
+    if (alive.expired()) return done(NotFoundError("container deleted"));
+    if (!status.ok() && status.code() != Code::kNotFound) return done(status);
+    if (share_) {
+      Status removed = share_->RemoveContainer(id);
+      if (!removed.ok()) return done(removed.WithContext("delete " + id));
+    }
+    done(Status::Ok());
+  };
+  if (!agent_) return loop_.Post([finish = std::move(finish)]() mutable { finish(Status::Ok()); });
+  pb::RemoveContainerRequest req;
+  req.set_container_id(id);
+  agent_->Call<pb::RemoveContainerResponse>(
+      "RemoveContainer", req,
+      [id, finish = std::move(finish)](Result<pb::RemoveContainerResponse> r) mutable {
+        finish(r ? Status::Ok() : r.error().WithContext("delete " + id));
+      });
+}
+
+void VmBackend::Pause(const std::string& id, Done done) {
+  if (!agent_) return Post(std::move(done), FailedPreconditionError("the pod's VM is not running"));
+  pb::PauseContainerRequest req;
+  req.set_container_id(id);
+  agent_->Call<pb::PauseContainerResponse>(
+      "PauseContainer", req, Answer<pb::PauseContainerResponse>("pause " + id, std::move(done)));
+}
+
+void VmBackend::Resume(const std::string& id, Done done) {
+  if (!agent_) return Post(std::move(done), FailedPreconditionError("the pod's VM is not running"));
+  pb::ResumeContainerRequest req;
+  req.set_container_id(id);
+  agent_->Call<pb::ResumeContainerResponse>(
+      "ResumeContainer", req, Answer<pb::ResumeContainerResponse>("resume " + id, std::move(done)));
+}
+
+void VmBackend::Update(const std::string& id, const std::string& resources_json, Done done) {
+  if (!agent_) return Post(std::move(done), FailedPreconditionError("the pod's VM is not running"));
+  pb::UpdateContainerRequest req;
+  req.set_container_id(id);
+  req.set_resources_json(resources_json);
+  agent_->Call<pb::UpdateContainerResponse>(
+      "UpdateContainer", req, Answer<pb::UpdateContainerResponse>("update " + id, std::move(done)));
+}
+
+void VmBackend::Ps(const std::string& id, std::function<void(Result<std::vector<pid_t>>)> done) {
+  if (!agent_) {
+    return loop_.Post(
+        [done = std::move(done)] { done(FailedPreconditionError("the pod's VM is not running")); });
+  }
+  pb::ListProcessesRequest req;
+  req.set_container_id(id);
+  std::weak_ptr<bool> alive = alive_;
+  agent_->Call<pb::ListProcessesResponse>(
+      "ListProcesses", req,
+      [alive, id, done = std::move(done)](Result<pb::ListProcessesResponse> r) {
+        if (alive.expired()) return done(NotFoundError("container deleted"));
+        if (!r) return done(r.error().WithContext("ps " + id));
+        std::vector<pid_t> pids(r->pids().begin(), r->pids().end());
+        done(std::move(pids));
+      });
+}
+
+void VmBackend::Checkpoint(const CheckpointRequest& req, Done done) {
+  Post(std::move(done),
+       UnimplementedError("checkpoint " + req.id +
+                          ": the vm backend cannot checkpoint a container (its processes live "
+                          "in the guest kernel, where criu does not run; docs/backends.md)"));
+}
+
+void VmBackend::Stats(const std::string& id, pid_t,
+                      std::function<void(Result<google::protobuf::Any>)> done) {
+  if (!agent_) {
+    return loop_.Post(
+        [done = std::move(done)] { done(FailedPreconditionError("the pod's VM is not running")); });
+  }
+  pb::StatsContainerRequest req;
+  req.set_container_id(id);
+  std::weak_ptr<bool> alive = alive_;
+  agent_->Call<pb::StatsContainerResponse>(
+      "StatsContainer", req,
+      [alive, id, done = std::move(done)](Result<pb::StatsContainerResponse> r) {
+        if (alive.expired()) return done(NotFoundError("container deleted"));
+        if (!r) return done(r.error().WithContext("stats " + id));
+        google::protobuf::Any any;
+        any.set_type_url("io.containerd.cgroups.v2.Metrics");
+        if (!r->metrics().SerializeToString(any.mutable_value())) {
+          return done(InternalError("stats " + id + ": serialize metrics"));
+        }
+        done(std::move(any));
+      });
+}
+
+// ---- OOM ----
+
+Result<EventHandle> VmBackend::WatchOom(const std::string& id, pid_t,
+                                        std::function<void()> on_oom) {
+  containers_[id].on_oom = std::move(on_oom);
+  // The events come from the one GetOOMEvent long-poll of the pod
+  // (PollOom); the handle only has to be active. The Container drops it at
+  // its delete, and Release forgets the callback.
+  return loop_.AddTimer(std::chrono::hours(24 * 365), [] {});
+}
+
+Result<uint64_t> VmBackend::OomKillCount(const std::string& id) {
+  auto it = containers_.find(id);
+  if (it == containers_.end()) return UnimplementedError("no OOM counter for " + id);
+  return it->second.oom_kills;
+}
+
+void VmBackend::PollOom() {
+  if (!agent_) return;
+  std::weak_ptr<bool> alive = alive_;
+  agent_->Call<pb::GetOOMEventResponse>(
+      "GetOOMEvent", pb::GetOOMEventRequest(),
+      [this, alive](Result<pb::GetOOMEventResponse> r) {
+        if (alive.expired() || tearing_down_) return;
+        if (!r) {
+          if (r.error().code() == Code::kDeadlineExceeded) return PollOom();
+          // The agent cannot (Unimplemented) or the VM is gone: no retry storm.
+          if (r.error().code() != Code::kUnavailable) {
+            oom_poll_ = loop_.AddTimer(std::chrono::seconds(1), [this, alive] {
+              if (!alive.expired()) PollOom();
+            });
+          }
+          return;
+        }
+        auto it = containers_.find(r->container_id());
+        if (it != containers_.end()) {
+          ++it->second.oom_kills;
+          if (it->second.on_oom) it->second.on_oom();
+        }
+        PollOom();
+      },
+      kLongPoll);
+}
+
+// ---- exits ----
+
+void VmBackend::WatchInitExit(const std::string& id, pid_t,
+                              std::function<void(int exit_status)> on_exit) {
+  uint64_t generation = ++next_wait_;
+  containers_[id].waits[""] = generation;
+  Wait(id, "", generation, std::move(on_exit));
+}
+
+void VmBackend::WatchExecExit(const std::string& id, const std::string& exec_id, pid_t,
+                              std::function<void(int exit_status)> on_exit) {
+  uint64_t generation = ++next_wait_;
+  containers_[id].waits[exec_id] = generation;
+  Wait(id, exec_id, generation, std::move(on_exit));
+}
+
+void VmBackend::ForgetExit(const std::string& id, const std::string& exec_id, pid_t) {
+  auto it = containers_.find(id);
+  if (it != containers_.end()) it->second.waits.erase(exec_id);
+}
+
+void VmBackend::Wait(const std::string& id, const std::string& exec_id, uint64_t generation,
+                     std::function<void(int)> on_exit) {
+  auto current = [this, id, exec_id, generation] {
+    auto it = containers_.find(id);
+    if (it == containers_.end()) return false;
+    auto w = it->second.waits.find(exec_id);
+    return w != it->second.waits.end() && w->second == generation;
+  };
+  if (!current()) return;
+  std::weak_ptr<bool> alive = alive_;
+  auto report = [this, alive, id, exec_id, on_exit](int status) {
+    if (alive.expired()) return;
+    if (auto it = containers_.find(id); it != containers_.end()) it->second.waits.erase(exec_id);
+    on_exit(status);
+  };
+  if (!agent_) return loop_.Post([report] { report(kLostExitStatus); });
+  pb::WaitProcessRequest req;
+  req.set_container_id(id);
+  req.set_exec_id(exec_id);
+  agent_->Call<pb::WaitProcessResponse>(
+      "WaitProcess", req,
+      [this, alive, id, exec_id, generation, on_exit, current,
+       report](Result<pb::WaitProcessResponse> r) {
+        if (alive.expired() || !current()) return;
+        if (r) return report(static_cast<int>(r->exit_status()));
+        if (r.error().code() == Code::kDeadlineExceeded) {
+          return Wait(id, exec_id, generation, on_exit);
+        }
+        // The VM or the agent lost the process: report it gone rather than
+        // leave the task running forever.
+        report(kLostExitStatus);
+      },
+      kLongPoll);
+}
+
+void VmBackend::ResizeTerminal(const std::string& id, const std::string& exec_id, uint32_t width,
+                               uint32_t height) {
+  if (!agent_) return;
+  pb::TtyWinResizeRequest req;
+  req.set_container_id(id);
+  req.set_exec_id(exec_id);
+  req.set_rows(height);
+  req.set_columns(width);
+  agent_->Call<pb::TtyWinResizeResponse>("TtyWinResize", req,
+                                         [](Result<pb::TtyWinResizeResponse>) {});
+}
+
+}  // namespace hull::shim::vm

@@ -1,0 +1,134 @@
+// VmBackend: the Backend that runs a pod's containers in one QEMU micro-VM
+// (docs/vm.md). PrepareSandbox boots QEMU (a child of the shim, so in the
+// pod cgroup, killed by the parent-death signal if the shim dies, its pid
+// recorded in the bundle for the `delete` action), waits for hull-agent's
+// Hello and creates the sandbox; every container call then becomes an agent
+// call over ttrpc on the virtio-serial port. Guest pids never reach the
+// host's reaper: exits come from WaitProcess long-polls. TeardownSandbox
+// powers the guest off (DestroySandbox) and answers once QEMU has exited.
+// Loop thread only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/event_loop.h"
+#include "base/reaper.h"
+#include "shim/backend/backend.h"
+#include "shim/backend/vm/agent_client.h"
+#include "shim/backend/vm/guest_stdio.h"
+#include "shim/backend/vm/pod_share.h"
+#include "shim/backend/vm/qemu_command.h"
+
+namespace hull::shim::vm {
+
+// The record of a running VM in the pod's bundle, for the `delete` action.
+inline constexpr std::string_view kVmRecordFile = "hull-vm.json";
+// The guest console's log in the pod's bundle.
+inline constexpr std::string_view kConsoleLogFile = "vm-console.log";
+// Where each pod's run directory (agent socket, share) goes.
+inline constexpr std::string_view kRunRoot = "/run/hull/vm";
+
+class VmBackend final : public Backend {
+ public:
+  // `self_exe` locates the default guest assets (GuestAssetDirs).
+  VmBackend(EventLoop& loop, Reaper& reaper, RuntimeOptions options, std::string self_exe,
+            Logger log = Logger::Null());
+  ~VmBackend() override;
+
+  void PrepareSandbox(const SandboxRequest& req, Done done) override;
+  void TeardownSandbox(Done done) override;
+  void Release(const std::string& id) override;
+  void Create(const CreateRequest& req, Done done) override;
+  void Start(const std::string& id, Done done) override;
+  void Exec(const ExecRequest& req, Done done) override;
+  void Kill(const std::string& id, int signal, bool all, Done done) override;
+  void Delete(const std::string& id, bool force, Done done) override;
+  void Pause(const std::string& id, Done done) override;
+  void Resume(const std::string& id, Done done) override;
+  void Update(const std::string& id, const std::string& resources_json, Done done) override;
+  void Ps(const std::string& id, std::function<void(Result<std::vector<pid_t>>)> done) override;
+  // Unimplemented: see docs/backends.md.
+  void Checkpoint(const CheckpointRequest& req, Done done) override;
+  void Stats(const std::string& id, pid_t init_pid,
+             std::function<void(Result<google::protobuf::Any>)> done) override;
+  Result<EventHandle> WatchOom(const std::string& id, pid_t init_pid,
+                               std::function<void()> on_oom) override;
+  Result<uint64_t> OomKillCount(const std::string& id) override;
+  void WatchInitExit(const std::string& id, pid_t pid,
+                     std::function<void(int exit_status)> on_exit) override;
+  void WatchExecExit(const std::string& id, const std::string& exec_id, pid_t pid,
+                     std::function<void(int exit_status)> on_exit) override;
+  void ForgetExit(const std::string& id, const std::string& exec_id, pid_t pid) override;
+  void SignalExec(const std::string& id, const std::string& exec_id, pid_t pid, int signal,
+                  Done done) override;
+  void ResizeTerminal(const std::string& id, const std::string& exec_id, uint32_t width,
+                      uint32_t height) override;
+  bool Serves(const RuntimeOptions& other) const override { return other == options_; }
+  std::string name() const override { return "vm"; }
+
+ private:
+  struct Boot;
+  struct Container {
+    std::map<std::string, std::unique_ptr<GuestStdio>> stdio;  // by exec id ("" init)
+    std::map<std::string, uint64_t> waits;  // exit watches by exec id: their generation
+    uint64_t oom_kills = 0;
+    std::function<void()> on_oom;
+  };
+
+  // Boot steps (PrepareSandbox).
+  void Connect(std::shared_ptr<Boot> boot);
+  void SayHello(std::shared_ptr<Boot> boot);
+  void FailBoot(std::shared_ptr<Boot> boot, Status status);
+  void OnQemuExit(int wait_status);
+  // Kills QEMU, then cleans the run directory and the record; `then` once
+  // QEMU is reaped.
+  void StopVm(std::function<void()> then);
+  void CleanUp();
+  std::string ConsoleTail() const;
+
+  void PollOom();
+  void Wait(const std::string& id, const std::string& exec_id, uint64_t generation,
+            std::function<void(int)> on_exit);
+  Status StartStdio(const std::string& id, const std::string& exec_id, const ProcessStdio& stdio,
+                    bool terminal);
+  // Answers `done` on a later loop turn.
+  void Post(Done done, Status status);
+  // Maps an agent answer to the call's Status ("<what> <id>: ...").
+  template <typename Resp>
+  std::function<void(Result<Resp>)> Answer(std::string what, Done done);
+
+  EventLoop& loop_;
+  Reaper& reaper_;
+  RuntimeOptions options_;
+  std::string self_exe_;
+  Logger log_;
+
+  std::string sandbox_id_;
+  std::string bundle_;   // the pod's (pause container's) bundle
+  std::string run_dir_;  // <kRunRoot>/<sandbox id>
+  std::unique_ptr<PodShare> share_;
+  pid_t qemu_pid_ = 0;
+  std::vector<std::function<void()>> on_qemu_exit_;
+  std::shared_ptr<AgentClient> agent_;
+  EventHandle oom_poll_;
+  bool tearing_down_ = false;
+  uint64_t next_wait_ = 0;
+  std::map<std::string, Container> containers_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+// The `delete` action after a shim died: kills the QEMU the record in
+// `bundle` names (if it is still that QEMU) and removes its run directory.
+// Blocking; best effort.
+Status CleanUpAfterShim(const std::string& bundle);
+
+// The features document `-info` prints for the vm backend.
+std::string VmFeaturesJson(const RuntimeOptions& options);
+
+}  // namespace hull::shim::vm

@@ -1,0 +1,376 @@
+// VmBackend's pod-level part: booting QEMU, the agent's Hello and
+// CreateSandbox, the power-off, and the cleanup after a crashed shim.
+// See vm_backend.h.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "base/file_util.h"
+#include "base/spawn.h"
+#include "shim/backend/vm/vm_backend.h"
+#include "shim/mount/mount.h"
+
+namespace hull::shim::vm {
+
+namespace pb = ::hull::agent::v1;
+using namespace std::chrono_literals;
+
+// What PrepareSandbox needs between its steps.
+struct VmBackend::Boot {
+  Done done;
+  uint32_t vcpus = 0;
+  uint64_t memory_mib = 0;
+  std::string hostname;
+  EventLoop::Clock::time_point started;  // QEMU spawned
+  EventLoop::Clock::time_point deadline;
+  std::chrono::milliseconds timeout{0};
+  EventHandle retry;
+  Status last_error;
+  bool finished = false;
+};
+
+namespace {
+
+constexpr size_t kConsoleLines = 15;
+constexpr auto kConnectRetry = 20ms;
+constexpr auto kPowerOffWait = 10s;
+
+Status MakeDirs(const std::string& path, mode_t mode) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return InternalError("mkdir " + path + ": " + ec.message());
+  ::chmod(path.c_str(), mode);
+  return Status::Ok();
+}
+
+// The pod's hostname from the pause container's spec, if any.
+std::string HostnameOf(const std::string& bundle) {
+  auto text = ReadFile(bundle + "/config.json");
+  if (!text) return "";
+  auto spec = nlohmann::json::parse(*text, nullptr, false);
+  if (!spec.is_object()) return "";
+  return spec.value("hostname", "");
+}
+
+}  // namespace
+
+VmBackend::VmBackend(EventLoop& loop, Reaper& reaper, RuntimeOptions options, std::string self_exe,
+                     Logger log)
+    : loop_(loop),
+      reaper_(reaper),
+      options_(std::move(options)),
+      self_exe_(std::move(self_exe)),
+      log_(std::move(log)) {}
+
+VmBackend::~VmBackend() {
+  *alive_ = false;
+  containers_.clear();
+  if (agent_) agent_->Close();
+  // A VM still running goes with the backend (the server is exiting).
+  if (qemu_pid_ > 0) {
+    log_.Info("pod {}: the server is exiting: QEMU pid {} killed", sandbox_id_, qemu_pid_);
+    ::kill(qemu_pid_, SIGKILL);
+    reaper_.Discard(qemu_pid_);
+    int status;
+    while (::waitpid(qemu_pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    qemu_pid_ = 0;
+  }
+  CleanUp();
+}
+
+std::string VmBackend::ConsoleTail() const {
+  auto text = ReadFile(bundle_ + "/" + std::string(kConsoleLogFile));
+  std::string tail = text ? LastLines(*text, kConsoleLines) : std::string();
+  auto qemu = ReadFile(run_dir_ + "/qemu.log");
+  if (qemu && !qemu->empty()) tail += (tail.empty() ? "" : "\n") + LastLines(*qemu, 5);
+  return tail.empty() ? "(the console log is empty)" : tail;
+}
+
+void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
+  if (qemu_pid_ > 0 || !sandbox_id_.empty()) {
+    return Post(std::move(done), FailedPreconditionError("the pod's VM is running already"));
+  }
+  auto boot = std::make_shared<Boot>();
+  boot->done = std::move(done);
+  boot->vcpus = req.size && req.size->vcpus > 0 ? req.size->vcpus : 1;
+  boot->memory_mib = req.size && req.size->memory_mib > 0 ? req.size->memory_mib : 256;
+  boot->timeout = std::chrono::milliseconds(options_.vm.agent_timeout_ms);
+  boot->hostname = HostnameOf(req.bundle);
+
+  Result<GuestAssets> assets = ResolveGuestAssets(options_.vm, GuestAssetDirs(self_exe_));
+  if (!assets) return Post(std::move(boot->done), assets.error());
+  Result<HostCapacity> host = ReadHostCapacity();
+  if (!host) return Post(std::move(boot->done), host.error());
+  Status fits = CheckFits(boot->vcpus, boot->memory_mib, *host);
+  if (!fits.ok()) return Post(std::move(boot->done), fits);
+
+  sandbox_id_ = req.id;
+  bundle_ = req.bundle;
+  run_dir_ = std::string(kRunRoot) + "/" + req.id;
+  VmPaths paths{.agent_socket = run_dir_ + "/agent.sock",
+                .console_log = bundle_ + "/" + std::string(kConsoleLogFile),
+                .share_dir = run_dir_ + "/share"};
+  if (paths.agent_socket.size() > 107) {
+    run_dir_.clear();
+    return FailBoot(boot, InvalidArgumentError("the agent socket path " + paths.agent_socket +
+                                               " is too long (the pod id is)"));
+  }
+  // A run directory left by an earlier shim of this pod goes first.
+  if (::access(run_dir_.c_str(), F_OK) == 0) CleanUp();
+  Status made = MakeDirs(paths.share_dir, 0700);
+  if (!made.ok()) return FailBoot(boot, made);
+  share_ = std::make_unique<PodShare>(paths.share_dir);
+
+  UniqueFd log(
+      ::open((run_dir_ + "/qemu.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!log.valid()) return FailBoot(boot, ErrnoError("open", run_dir_ + "/qemu.log"));
+  std::vector<std::string> argv =
+      QemuArgv(*assets, options_.vm, boot->vcpus, boot->memory_mib, paths, HostTscKhz());
+  Result<pid_t> pid = Spawn(SpawnOptions{
+      .argv = argv, .fds = {{1, log.get()}, {2, log.get()}}, .parent_death_signal = SIGKILL});
+  if (!pid) return FailBoot(boot, pid.error().WithContext("start " + assets->qemu));
+  qemu_pid_ = *pid;
+  log_.Info("pod {}: QEMU pid {}: {} vCPUs, {} MiB, {} {}, run directory {}", sandbox_id_,
+            qemu_pid_, boot->vcpus, boot->memory_mib, options_.vm.machine, options_.vm.accel,
+            run_dir_);
+  std::weak_ptr<bool> alive = alive_;
+  reaper_.Watch(qemu_pid_, [this, alive](int wait_status) {
+    if (!alive.expired()) OnQemuExit(wait_status);
+  });
+  nlohmann::json record = {{"qemu_pid", qemu_pid_}, {"run_dir", run_dir_}};
+  Status recorded = WriteFileAtomic(bundle_ + "/" + std::string(kVmRecordFile), record.dump());
+  if (!recorded.ok()) return FailBoot(boot, recorded);
+
+  boot->started = EventLoop::Clock::now();
+  boot->deadline = boot->started + boot->timeout;
+  // QEMU gone before the agent answered: fail with its reason.
+  on_qemu_exit_.push_back([this, alive, boot] {
+    if (alive.expired() || boot->finished) return;
+    FailBoot(boot,
+             UnavailableError("QEMU exited before the agent answered; console:\n" + ConsoleTail()));
+  });
+  Connect(boot);
+}
+
+void VmBackend::Connect(std::shared_ptr<Boot> boot) {
+  if (boot->finished) return;
+  if (EventLoop::Clock::now() >= boot->deadline) {
+    return FailBoot(
+        boot, DeadlineExceededError("hull-agent did not answer within the agent deadline of " +
+                                    std::to_string(boot->timeout.count()) + " ms ([vm] " +
+                                    "agent_timeout_ms; last: " + boot->last_error.ToString() +
+                                    "); the guest console's last lines:\n" + ConsoleTail()));
+  }
+  auto client = ttrpc::Client::Connect(loop_, run_dir_ + "/agent.sock");
+  if (!client) {
+    boot->last_error = client.error();
+    std::weak_ptr<bool> alive = alive_;
+    boot->retry = loop_.AddTimer(kConnectRetry, [this, alive, boot] {
+      if (!alive.expired()) Connect(boot);
+    });
+    return;
+  }
+  agent_ = std::make_shared<AgentClient>(std::move(*client));
+  SayHello(boot);
+}
+
+void VmBackend::SayHello(std::shared_ptr<Boot> boot) {
+  pb::HelloRequest hello;
+  hello.set_host_version("hull");
+  std::weak_ptr<bool> alive = alive_;
+  // Ask again every few seconds until the deadline: a guest still booting
+  // holds the call until it serves the port.
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(boot->deadline -
+                                                                    EventLoop::Clock::now());
+  auto timeout = std::max(std::min<std::chrono::milliseconds>(left, 5s), 1ms);
+  agent_->Call<pb::HelloResponse>(
+      "Hello", hello,
+      [this, alive, boot](Result<pb::HelloResponse> r) {
+        if (alive.expired() || boot->finished) return;
+        if (!r) {
+          boot->last_error = r.error();
+          if (agent_) agent_->Close();
+          agent_.reset();
+          return Connect(boot);
+        }
+        // The size the guest really got: exactly the vCPUs, at most -m.
+        if (r->vcpus() != boot->vcpus || r->memory_bytes() == 0 ||
+            r->memory_bytes() > boot->memory_mib * 1024 * 1024) {
+          return FailBoot(
+              boot,
+              InternalError("malformed agent answer: Hello says " + std::to_string(r->vcpus()) +
+                            " vCPUs and " + std::to_string(r->memory_bytes()) +
+                            " bytes for a VM of " + std::to_string(boot->vcpus) + " vCPUs and " +
+                            std::to_string(boot->memory_mib) + " MiB"));
+        }
+        // QEMU start to the agent's Hello, in the record (bench/, logs).
+        auto ready = std::chrono::duration_cast<std::chrono::milliseconds>(EventLoop::Clock::now() -
+                                                                           boot->started);
+        nlohmann::json record = {{"qemu_pid", qemu_pid_},
+                                 {"run_dir", run_dir_},
+                                 {"agent_ready_ms", ready.count()},
+                                 {"guest_vcpus", r->vcpus()},
+                                 {"guest_memory_bytes", r->memory_bytes()},
+                                 {"guest_kernel", r->kernel_release()}};
+        WriteFileAtomic(bundle_ + "/" + std::string(kVmRecordFile), record.dump()).IgnoreError();
+        log_.Info("pod {}: hull-agent {} ready after {} ms: {} vCPUs, MemTotal {} KiB, kernel {}",
+                  sandbox_id_, r->version(), ready.count(), r->vcpus(), r->memory_bytes() / 1024,
+                  r->kernel_release());
+        pb::CreateSandboxRequest create;
+        create.set_sandbox_id(sandbox_id_);
+        create.set_hostname(boot->hostname);
+        create.set_share_tag(std::string(kShareTag));
+        create.set_share_path(std::string(kGuestSharePath));
+        agent_->Call<pb::CreateSandboxResponse>(
+            "CreateSandbox", create, [this, alive, boot](Result<pb::CreateSandboxResponse> c) {
+              if (alive.expired() || boot->finished) return;
+              if (!c) return FailBoot(boot, c.error().WithContext("agent CreateSandbox"));
+              boot->finished = true;
+              PollOom();
+              boot->done(Status::Ok());
+            });
+      },
+      timeout);
+}
+
+void VmBackend::FailBoot(std::shared_ptr<Boot> boot, Status status) {
+  if (boot->finished) return;
+  boot->finished = true;
+  boot->retry.Reset();
+  std::weak_ptr<bool> alive = alive_;
+  StopVm([this, alive, boot, status = std::move(status)] {
+    if (alive.expired()) return boot->done(status);
+    sandbox_id_.clear();
+    boot->done(status);
+  });
+}
+
+void VmBackend::OnQemuExit(int wait_status) {
+  if (WIFEXITED(wait_status)) {
+    log_.Info("pod {}: QEMU exited with status {}{}", sandbox_id_, WEXITSTATUS(wait_status),
+              WEXITSTATUS(wait_status) == 0 ? " (the guest powered off)" : "");
+  } else {
+    log_.Info("pod {}: QEMU killed by signal {}", sandbox_id_, WTERMSIG(wait_status));
+  }
+  qemu_pid_ = 0;
+  if (agent_) agent_->Close();
+  std::vector<std::function<void()>> waiting;
+  waiting.swap(on_qemu_exit_);
+  for (auto& then : waiting) then();
+}
+
+void VmBackend::StopVm(std::function<void()> then) {
+  oom_poll_.Reset();
+  if (agent_) agent_->Close();
+  agent_.reset();
+  if (qemu_pid_ <= 0) {
+    CleanUp();
+    return loop_.Post(std::move(then));
+  }
+  std::weak_ptr<bool> alive = alive_;
+  on_qemu_exit_.push_back([this, alive, then = std::move(then)] {
+    if (!alive.expired()) CleanUp();
+    then();
+  });
+  ::kill(qemu_pid_, SIGKILL);
+}
+
+void VmBackend::CleanUp() {
+  if (run_dir_.empty()) return;
+  if (share_) {
+    Status removed = share_->RemoveAll();
+    (void)removed;
+    share_.reset();
+  } else {
+    UnmountAll(run_dir_ + "/share").IgnoreError();
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(run_dir_, ec);
+  if (!bundle_.empty()) ::unlink((bundle_ + "/" + std::string(kVmRecordFile)).c_str());
+}
+
+void VmBackend::TeardownSandbox(Done done) {
+  if (tearing_down_) return Post(std::move(done), Status::Ok());
+  tearing_down_ = true;
+  oom_poll_.Reset();
+  std::weak_ptr<bool> alive = alive_;
+  auto finish = [this, alive, done = std::move(done)]() mutable {
+    if (alive.expired()) return done(NotFoundError("container deleted"));
+    sandbox_id_.clear();
+    tearing_down_ = false;
+    done(Status::Ok());
+  };
+  if (qemu_pid_ <= 0 || !agent_) {
+    return StopVm(std::move(finish));
+  }
+  // Power off: the agent answers, syncs and powers the guest off; QEMU
+  // exits by itself. If it has not within kPowerOffWait, it is killed.
+  auto timer = std::make_shared<EventHandle>();
+  on_qemu_exit_.push_back([this, alive, timer, finish]() mutable {
+    timer->Reset();
+    if (!alive.expired()) CleanUp();
+    finish();
+  });
+  *timer = loop_.AddTimer(kPowerOffWait, [this, alive] {
+    if (!alive.expired() && qemu_pid_ > 0) ::kill(qemu_pid_, SIGKILL);
+  });
+  log_.Info("pod {}: powering the VM off", sandbox_id_);
+  pb::DestroySandboxRequest req;
+  req.set_sandbox_id(sandbox_id_);
+  agent_->Call<pb::DestroySandboxResponse>(
+      "DestroySandbox", req, [this, alive](Result<pb::DestroySandboxResponse> r) {
+        if (alive.expired() || r || qemu_pid_ <= 0) return;
+        // The agent closes the port as it powers off, and the reply may be
+        // lost with it (Unavailable): QEMU is then exiting anyway, and the
+        // timer ends it if not. Any other answer refused the power-off.
+        if (r.error().code() == Code::kUnavailable) return;
+        log_.Warn("pod {}: DestroySandbox: {}; killing QEMU", sandbox_id_, r.error().ToString());
+        ::kill(qemu_pid_, SIGKILL);
+      });
+}
+
+// ---- the `delete` action ----
+
+Status CleanUpAfterShim(const std::string& bundle) {
+  const std::string path = bundle + "/" + std::string(kVmRecordFile);
+  auto text = ReadFile(path);
+  if (!text) return Status::Ok();  // no VM recorded here
+  auto record = nlohmann::json::parse(*text, nullptr, false);
+  if (!record.is_object()) {
+    ::unlink(path.c_str());
+    return InternalError(path + ": not a JSON object");
+  }
+  pid_t pid = record.value("qemu_pid", 0);
+  std::string run_dir = record.value("run_dir", "");
+  // Only that QEMU: its command line names the run directory (an exited
+  // one, a zombie, has none). containerd runs `delete` as soon as a server's
+  // connection closes, also after an orderly Shutdown while the server is
+  // still waiting for its guest to power off: give that QEMU time to end by
+  // itself before killing it.
+  auto running = [&] {
+    auto cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+    return cmdline && cmdline->find(run_dir + "/agent.sock") != std::string::npos;
+  };
+  if (pid > 0 && !run_dir.empty()) {
+    for (int i = 0; i < 300 && running(); ++i) ::usleep(10'000);
+    if (running()) {
+      ::kill(pid, SIGKILL);
+      for (int i = 0; i < 100 && running(); ++i) ::usleep(10'000);
+    }
+  }
+  if (run_dir.rfind(std::string(kRunRoot) + "/", 0) == 0) {
+    UnmountAll(run_dir + "/share").IgnoreError();
+    std::error_code ec;
+    std::filesystem::remove_all(run_dir, ec);
+  }
+  ::unlink(path.c_str());
+  return Status::Ok();
+}
+
+}  // namespace hull::shim::vm

@@ -1,0 +1,28 @@
+// VmOptions: the `[vm]` table of hull's config, what the vm backend boots a
+// pod's micro-VM with (docs/config.md, docs/vm.md). Plain data: read by
+// shim/config, checked and resolved by qemu_command.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace hull::shim {
+
+struct VmOptions {
+  // The QEMU binary: a path, or a name looked up in PATH.
+  std::string qemu = "qemu-system-x86_64";
+  // Guest assets; empty: found in the asset directories (qemu_command.h,
+  // GuestAssetDirs): `vmlinux` (microvm) or `vmlinuz` (pc), `initramfs.cpio`.
+  std::string kernel;
+  std::string initramfs;
+  std::string machine = "microvm";  // "microvm" or "pc"
+  std::string accel = "tcg";        // "tcg" or "kvm"
+  std::string share = "9p";         // "9p"; "virtiofs" is refused (not built)
+  // How long the agent has to answer its first Hello after QEMU starts.
+  uint32_t agent_timeout_ms = 60'000;
+  // Extra kernel command line, appended to hull's.
+  std::string kernel_args;
+  friend bool operator==(const VmOptions&, const VmOptions&) = default;
+};
+
+}  // namespace hull::shim

@@ -1,0 +1,346 @@
+// The vm backend through containerd 1.6.20 and ctr: a `hull-vm` runtime
+// config (runtime = "vm") boots one QEMU micro-VM per pod under TCG with
+// hull-agent inside (docs/vm.md). The guest image is built (or found cached)
+// by tools/guest-image into <build>/guest-image, where the backend's
+// defaults find it. One guest at a time (RESOURCE_LOCK hull_agent_vm as well
+// as hull_containerd); skips, saying why, without root or QEMU.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "base/file_util.h"
+#include "base/spawn.h"
+#include "tests/integration/shim_ctr_fixture.h"
+
+namespace hull::itest {
+namespace {
+
+// Boots take 1.3 s idle and 5-15 s on the loaded 2-core CI machine.
+constexpr auto kVmTimeout = 180s;
+constexpr char kRunRoot[] = "/run/hull/vm";
+
+// tools/guest-image's image.env; empty with `why` set when it fails.
+std::map<std::string, std::string> BuildGuestImage(std::string* why) {
+  const std::string out = std::string(HULL_BINARY_DIR) + "/guest-image";
+  const std::string log = std::string(HULL_BINARY_DIR) + "/guest-image.log";
+  UniqueFd log_fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  Result<pid_t> pid = Spawn(SpawnOptions{
+      .argv = {std::string(HULL_SOURCE_DIR) + "/tools/guest-image", "--out", out, "--agent",
+               HULL_AGENT_BINARY},
+      .fds = {{1, log_fd.get()}, {2, log_fd.get()}},
+      .parent_death_signal = SIGKILL,
+  });
+  if (!pid) {
+    *why = "tools/guest-image: " + pid.error().ToString();
+    return {};
+  }
+  int status = 0;
+  while (::waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    *why = "tools/guest-image failed: " + ReadFile(log).value_or("(no log)");
+    return {};
+  }
+  std::map<std::string, std::string> vars;
+  std::istringstream in(ReadFile(out + "/image.env").value_or(""));
+  for (std::string line; std::getline(in, line);) {
+    size_t eq = line.find('=');
+    if (eq != std::string::npos) vars[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  if (vars["HULL_GUEST_KERNEL_RELEASE"].empty()) *why = "image.env names no kernel release";
+  return vars;
+}
+
+std::string HostRelease() {
+  std::ifstream in("/proc/sys/kernel/osrelease");
+  std::string release;
+  std::getline(in, release);
+  return release;
+}
+
+class VmBackendTest : public HullCtrTest {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+    if (::access("/usr/bin/qemu-system-x86_64", X_OK) != 0) {
+      GTEST_SKIP() << "no qemu-system-x86_64 (apt-get install qemu-system-x86)";
+    }
+    std::string why;
+    image_ = BuildGuestImage(&why);
+    if (!why.empty()) GTEST_SKIP() << why;
+    HullCtrTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    // The `hull-vm` runtime config: the backend's defaults find the image.
+    std::ofstream(config_) << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\n";
+  }
+
+  void TearDown() override {
+    if (HasFailure()) {
+      for (const auto& entry : fs::directory_iterator(
+               containerd_->state() + "/io.containerd.runtime.v2.task/default", ec_)) {
+        std::cerr << "console of " << entry.path().filename() << ":\n"
+                  << ReadFile(entry.path().string() + "/vm-console.log").value_or("(none)") << "\n";
+      }
+    }
+    HullCtrTest::TearDown();
+  }
+
+  // QEMU processes of this test's pods (their run directories).
+  std::vector<pid_t> Qemus() const { return ProcessesMatching(std::string(kRunRoot) + "/t"); }
+  // This test's pods' run directories.
+  std::vector<std::string> RunDirs() const {
+    std::vector<std::string> dirs;
+    for (const auto& entry : fs::directory_iterator(kRunRoot, ec_)) {
+      std::string name = entry.path().filename();
+      if (name.starts_with("t") || name.starts_with("pod")) dirs.push_back(entry.path());
+    }
+    return dirs;
+  }
+
+  std::string GuestRelease() { return image_["HULL_GUEST_KERNEL_RELEASE"]; }
+
+  std::map<std::string, std::string> image_;
+  mutable std::error_code ec_;
+};
+
+TEST_P(VmBackendTest, RunRmPrintsTheGuestKernel) {
+  CommandResult r = Run({"--rm"}, "t1", {"sh", "-c", "echo hello; uname -r"}, kVmTimeout);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_EQ(r.out, "hello\n" + GuestRelease() + "\n");
+  EXPECT_NE(GuestRelease(), HostRelease());
+  // The last delete powered the VM off and the shim is gone with it.
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty() && Qemus().empty(); }, 30s));
+  EXPECT_TRUE(RunDirs().empty());
+  // The guest powered itself off (DestroySandbox); QEMU was not killed.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return containerd_->LogTail(400).find(
+                   "QEMU exited with status 0 (the guest powered off)") != std::string::npos;
+      },
+      10s))
+      << containerd_->LogTail(60);
+}
+
+TEST_P(VmBackendTest, DetachedTaskServesExecTtyPsMetricsPauseResumeKill) {
+  CommandResult r = Run({"-d"}, "t1", {"sleep", "1000"}, kVmTimeout);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_TRUE(WaitForStatus("t1", "RUNNING"));
+  EXPECT_EQ(Qemus().size(), 1u);
+
+  r = containerd_->Ctr({"task", "exec", "--exec-id", "e1", "t1", "sh", "-c",
+                        "echo exec-out; echo exec-err >&2; exit 3"},
+                       "default", 60s);
+  EXPECT_EQ(r.exit_code, 3) << r.Describe();
+  EXPECT_EQ(r.out, "exec-out\n");
+  EXPECT_NE(r.err.find("exec-err"), std::string::npos) << r.err;
+
+  // With a terminal (ctr needs one of its own: script(1)). The guest's pty
+  // gets the host terminal's size through ResizePty -> TtyWinResize: the
+  // process waits (bounded) until it reads 30 100.
+  {
+    std::string cmd = "stty rows 30 cols 100; ctr --address " + containerd_->address() +
+                      " -n default task exec -t --exec-id e2 t1 sh -c "
+                      "'[ -t 0 ] && [ -t 1 ] && echo on-a-terminal; i=0; "
+                      "while [ \"$(stty size)\" != \"30 100\" ] && [ $i -lt 100 ]; do "
+                      "sleep 0.1; i=$((i+1)); done; stty size; tty; exit 0'";
+    r = RunCommand({"script", "-qec", cmd, "/dev/null"}, 90s);
+    EXPECT_TRUE(r.ok()) << r.Describe();
+    EXPECT_NE(r.out.find("on-a-terminal"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("30 100"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("/dev/pts/"), std::string::npos) << r.out;
+  }
+
+  // ps lists guest pids.
+  r = Ctr({"task", "ps", "t1"});
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  EXPECT_NE(r.out.find("PID"), std::string::npos) << r.out;
+
+  r = Ctr({"task", "metrics", "t1"});
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  EXPECT_NE(r.out.find("memory"), std::string::npos) << r.out;
+
+  r = Ctr({"task", "pause", "t1"});
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  EXPECT_TRUE(WaitForStatus("t1", "PAUSED"));
+  r = Ctr({"task", "resume", "t1"});
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  EXPECT_TRUE(WaitForStatus("t1", "RUNNING"));
+
+  r = Ctr({"task", "kill", "-s", "SIGKILL", "t1"});
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  EXPECT_TRUE(WaitForStatus("t1", "STOPPED"));
+  r = Ctr({"task", "rm", "t1"});
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  Ctr({"container", "rm", "t1"});
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty() && Qemus().empty(); }, 30s));
+  EXPECT_TRUE(RunDirs().empty());
+}
+
+// The stdio the core opens for runc, pumped to and from the guest: stdin
+// (CloseIO at its end reaches the guest's cat as EOF), a file log and a
+// logging binary.
+TEST_P(VmBackendTest, StdinFileAndBinaryLogsReachTheGuest) {
+  std::string ctr = "ctr --address " + containerd_->address() + " -n default";
+  std::string cmd = "(until " + ctr + " task ls | grep -q '^t2 .*RUNNING'; do sleep 0.2; done; " +
+                    "printf 'line one\\nline two\\n') | " + ctr + " run --rm --fifo-dir " +
+                    containerd_->dir() + "/fifo --runtime " + kHull + " --runtime-config-path " +
+                    config_ + " " + kBusybox + " t2 cat";
+  CommandResult r = RunCommand({"sh", "-c", cmd}, 180s);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_EQ(r.out, "line one\nline two\n");
+
+  std::string log = containerd_->dir() + "/logs/t1.log";
+  r = Run({"--rm", "--log-uri", "file://" + log}, "t1",
+          {"sh", "-c", "echo to-stdout; echo to-stderr >&2"}, kVmTimeout);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  std::string text = ReadFile(log).value_or("");
+  EXPECT_NE(text.find("to-stdout\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("to-stderr\n"), std::string::npos) << text;
+
+  std::string logger = containerd_->dir() + "/logger.sh";
+  std::string out = containerd_->dir() + "/binary.log";
+  std::ofstream(logger) << "#!/bin/sh\nexec 5>&-\n(cat <&3; cat <&4) > " << out << "\n";
+  fs::permissions(logger, fs::perms::owner_all);
+  r = Run({"--rm", "--log-uri", "binary://" + logger}, "t3", {"echo", "via-binary"}, kVmTimeout);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_TRUE(WaitUntil(
+      [&] { return ReadFile(out).value_or("").find("via-binary") != std::string::npos; }, 10s));
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty() && Qemus().empty(); }, 30s));
+}
+
+// 64 MiB asked for in a container limited to 32 MiB (the guest's cgroup
+// v2): the agent reports the OOM kill, and TaskOOM comes before TaskExit.
+TEST_P(VmBackendTest, OomKillInTheGuestIsPublishedBeforeTheExit) {
+  auto events = StartEvents();
+  ASSERT_NE(events, nullptr);
+  CommandResult r = Run({"--rm", "--memory-limit", "33554432"}, "t1",
+                        {"dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1"}, kVmTimeout);
+  EXPECT_EQ(r.exit_code, 137) << r.Describe();
+  EXPECT_TRUE(events->WaitForOutput("/tasks/delete {\"container_id\":\"t1\"", 30s))
+      << events->Output();
+  events->Stop();
+  std::vector<std::string> order;
+  for (auto& [topic, json] : ParseEvents(events->Output())) {
+    if (json.find("\"container_id\":\"t1\"") == std::string::npos) continue;
+    if (topic == "/tasks/oom" && !order.empty() && order.back() == topic) continue;
+    order.push_back(topic);
+  }
+  std::vector<std::string> expected = {"/tasks/create", "/tasks/start", "/tasks/oom", "/tasks/exit",
+                                       "/tasks/delete"};
+  EXPECT_EQ(order, expected) << events->Output();
+}
+
+// A pod of 1.5 CPU and 256 MiB (CRI's sandbox annotations): the formula
+// (docs/sizing.md) gives ceil(0.25 + 1.5) = 2 vCPUs and 64 + 256 = 320 MiB;
+// the guest has exactly 2 CPUs and at most 320 MiB, and QEMU's command line
+// has nothing to hotplug.
+TEST_P(VmBackendTest, PodSizeIsTheGuestSize) {
+  CommandResult r = Run({"-d", "--annotation", "io.kubernetes.cri.container-type=sandbox",
+                         "--annotation", "io.kubernetes.cri.sandbox-id=pod1", "--annotation",
+                         "io.kubernetes.cri.sandbox-cpu-period=100000", "--annotation",
+                         "io.kubernetes.cri.sandbox-cpu-quota=150000", "--annotation",
+                         "io.kubernetes.cri.sandbox-memory=268435456"},
+                        "pod1", {"sleep", "1000"}, kVmTimeout);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  r = containerd_->Ctr(
+      {"task", "exec", "--exec-id", "e1", "pod1", "sh", "-c", "nproc; grep MemTotal /proc/meminfo"},
+      "default", 60s);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  std::istringstream out(r.out);
+  int nproc = 0;
+  std::string label;
+  uint64_t mem_kib = 0;
+  out >> nproc >> label >> mem_kib;
+  EXPECT_EQ(nproc, 2) << r.out;
+  EXPECT_LE(mem_kib, 320u * 1024) << r.out;
+  EXPECT_GT(mem_kib, 200u * 1024) << r.out;  // the kernel keeps 46-81 MiB
+
+  std::vector<pid_t> qemus = ProcessesMatching(std::string(kRunRoot) + "/pod1/");
+  ASSERT_EQ(qemus.size(), 1u);
+  std::string cmdline = ReadFile("/proc/" + std::to_string(qemus[0]) + "/cmdline").value_or("");
+  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  EXPECT_NE(cmdline.find(" -smp 2,maxcpus=2 "), std::string::npos) << cmdline;
+  EXPECT_NE(cmdline.find(" -m 320 "), std::string::npos) << cmdline;
+  EXPECT_NE(cmdline.find(" -nodefaults "), std::string::npos) << cmdline;
+  for (const char* hotplug : {"slots=", "maxmem", "hotplug", "pc-dimm", "virtio-mem"}) {
+    EXPECT_EQ(cmdline.find(hotplug), std::string::npos) << hotplug << " in " << cmdline;
+  }
+  // QEMU is the shim's child, so in its cgroup (the pod's, when hull made one).
+  auto shims = Shims();
+  ASSERT_EQ(shims.size(), 1u);
+  EXPECT_EQ(CgroupDir(qemus[0], "memory"), CgroupDir(shims[0], "memory"));
+  RemoveContainer("pod1");
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty() && Qemus().empty(); }, 30s));
+}
+
+// The shim killed outright: QEMU dies with it (parent-death signal), and
+// containerd's cleanup (the `delete` action) leaves no run directory, share
+// mount or socket.
+TEST_P(VmBackendTest, ShimKillLeavesNoVmBehind) {
+  CommandResult r = Run({"-d"}, "t1", {"sleep", "1000"}, kVmTimeout);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  auto shims = Shims();
+  ASSERT_EQ(shims.size(), 1u);
+  ASSERT_EQ(Qemus().size(), 1u);
+  const std::string address = ReadFile(Bundle("t1") + "/address").value_or("");
+  ASSERT_EQ(::kill(shims[0], SIGKILL), 0);
+  EXPECT_TRUE(WaitUntil([&] { return Qemus().empty(); }, 30s));
+  EXPECT_TRUE(WaitForStatus("t1", "STOPPED") || Task("t1").first == 0);
+  Ctr({"task", "rm", "t1"});
+  Ctr({"container", "rm", "t1"});
+  EXPECT_TRUE(WaitUntil([&] { return RunDirs().empty(); }, 30s));
+  std::string mounts = ReadFile("/proc/self/mountinfo").value_or("");
+  EXPECT_EQ(mounts.find(std::string(kRunRoot) + "/t1"), std::string::npos);
+  if (address.starts_with("unix://")) {
+    EXPECT_TRUE(WaitUntil([&] { return ::access(address.substr(7).c_str(), F_OK) != 0; }, 30s))
+        << address;
+  }
+}
+
+// What cannot boot is refused with a message that says why, and leaves no
+// QEMU, run directory or shim behind.
+TEST_P(VmBackendTest, BootFailuresSayWhyAndLeaveNothing) {
+  struct Case {
+    std::string config;
+    std::vector<std::string> flags;
+    std::vector<std::string> says;
+  };
+  const std::vector<Case> cases = {
+      {"[vm]\nkernel = \"/nonexistent/vmlinux\"\n", {}, {"/nonexistent/vmlinux", "[vm] kernel"}},
+      {"[vm]\nqemu = \"no-such-qemu\"\n", {}, {"QEMU binary \"no-such-qemu\""}},
+      // Under TCG no guest answers within 300 ms.
+      {"[vm]\nagent_timeout_ms = 300\n", {}, {"agent deadline of 300 ms", "console"}},
+      // 64 CPUs: more than this host has.
+      {"",
+       {"--annotation", "io.kubernetes.cri.container-type=sandbox", "--annotation",
+        "io.kubernetes.cri.sandbox-id=t1", "--annotation",
+        "io.kubernetes.cri.sandbox-cpu-period=100000", "--annotation",
+        "io.kubernetes.cri.sandbox-cpu-quota=6400000"},
+       {"needs 65 vCPUs", "CPUs"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.config + (c.flags.empty() ? "" : c.flags.back()));
+    std::ofstream(config_) << "runtime = \"vm\"\n" << c.config;
+    std::vector<std::string> flags = {"--rm"};
+    flags.insert(flags.end(), c.flags.begin(), c.flags.end());
+    CommandResult r = Run(flags, "t1", {"true"}, kVmTimeout);
+    EXPECT_FALSE(r.ok()) << r.Describe();
+    for (const std::string& says : c.says) {
+      EXPECT_NE(r.err.find(says), std::string::npos) << says << "\n" << r.Describe();
+    }
+    Ctr({"container", "rm", "t1"});
+    EXPECT_TRUE(WaitUntil([&] { return Shims().empty() && Qemus().empty(); }, 30s));
+    EXPECT_TRUE(RunDirs().empty());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Vm, VmBackendTest, ::testing::Values(std::string("vm")));
+
+}  // namespace
+}  // namespace hull::itest

@@ -1,0 +1,187 @@
+// ContainerService over a socketpair with hull's ttrpc client, without a VM:
+// the answers that come before any runtime runs (unknown containers, bad
+// ids, specs, bundles and root filesystems), and a runtime that cannot be
+// started, which must leave nothing in the state directory. The calls that
+// run crun are tested in a guest (tests/integration/agent_containers_vm_test).
+#include "agent/container_service.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "hull/agent/v1/agent.pb.h"
+#include "ttrpc/client.h"
+#include "ttrpc/server.h"
+
+namespace hull::agent {
+namespace {
+
+namespace fs = std::filesystem;
+namespace pb = ::hull::agent::v1;
+using namespace std::chrono_literals;
+constexpr char kService[] = "hull.agent.v1.Agent";
+
+class ContainerServiceTest : public ::testing::Test {
+ protected:
+  ContainerServiceTest() {
+    char tmpl[] = "/tmp/hull-agent-cs.XXXXXX";
+    EXPECT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    fs::create_directories(dir_ + "/bundle/rootfs");
+    auto loop = EventLoop::Create();
+    EXPECT_TRUE(loop.has_value());
+    loop_ = std::move(*loop);
+    auto reaper = Reaper::Create(*loop_);
+    EXPECT_TRUE(reaper.has_value());
+    reaper_ = std::move(*reaper);
+    server_ = std::make_unique<ttrpc::Server>(*loop_);
+    MakeService(dir_ + "/no-such-crun");
+    int fds[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+    EXPECT_TRUE(server_->ServeConnection(UniqueFd(fds[0])).ok());
+    auto client = ttrpc::Client::FromFd(*loop_, UniqueFd(fds[1]));
+    EXPECT_TRUE(client.has_value());
+    client_ = std::move(*client);
+  }
+  ~ContainerServiceTest() override {
+    client_.reset();
+    service_.reset();
+    server_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // A service running `runtime`; registering replaces the earlier one's
+  // handlers.
+  void MakeService(const std::string& runtime) {
+    service_ = std::make_unique<ContainerService>(
+        *loop_, *reaper_,
+        ContainerOptions{
+            .runtime = runtime, .runtime_root = dir_ + "/crun", .state_dir = dir_ + "/state"});
+    service_->Register(*server_);
+  }
+
+  Code CallCode(const char* method, const google::protobuf::MessageLite& req,
+                std::chrono::milliseconds within = 5000ms) {
+    auto reply = client_->CallSync(kService, method, req.SerializeAsString(),
+                                   ttrpc::CallOptions{.deadline = loop_->Now() + within});
+    return reply.has_value() ? Code::kOk : reply.error().code();
+  }
+
+  pb::CreateContainerRequest CreateRequest(const std::string& id) {
+    pb::CreateContainerRequest req;
+    req.set_container_id(id);
+    req.set_bundle(dir_ + "/bundle");
+    req.set_spec_json(R"({"ociVersion": "1.0.2", "process": {"args": ["true"]},
+                          "root": {"path": "rootfs"}})");
+    req.mutable_stdio()->set_stdout(true);
+    return req;
+  }
+
+  bool StateDirEmpty() {
+    std::error_code ec;
+    return !fs::exists(dir_ + "/state") || fs::is_empty(dir_ + "/state", ec);
+  }
+
+  std::string dir_;
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<Reaper> reaper_;
+  std::unique_ptr<ttrpc::Server> server_;
+  std::unique_ptr<ContainerService> service_;
+  std::unique_ptr<ttrpc::Client> client_;
+};
+
+TEST_F(ContainerServiceTest, EveryCallOnAnUnknownContainerIsNotFound) {
+  pb::StartContainerRequest id_only;  // field 1 is the container id in each
+  id_only.set_container_id("nobody");
+  for (const char* method :
+       {"StartContainer", "SignalProcess", "WaitProcess", "RemoveContainer", "WriteStdin",
+        "CloseStdin", "ReadStdout", "ReadStderr", "TtyWinResize", "ListProcesses", "PauseContainer",
+        "ResumeContainer", "UpdateContainer", "StatsContainer"}) {
+    EXPECT_EQ(CallCode(method, id_only), Code::kNotFound) << method;
+  }
+  pb::ExecProcessRequest exec;
+  exec.set_container_id("nobody");
+  exec.set_exec_id("e");
+  exec.set_process_json(R"({"args": ["true"]})");
+  EXPECT_EQ(CallCode("ExecProcess", exec), Code::kNotFound);
+}
+
+TEST_F(ContainerServiceTest, OomEventsLongPollUntilTheDeadline) {
+  // Nothing to report: answered DeadlineExceeded before the caller's
+  // deadline (the agent's margin), not left hanging.
+  auto start = loop_->Now();
+  EXPECT_EQ(CallCode("GetOOMEvent", pb::GetOOMEventRequest(), 400ms), Code::kDeadlineExceeded);
+  EXPECT_LT(loop_->Now() - start, 2s);
+}
+
+TEST_F(ContainerServiceTest, MalformedCreatesAreInvalidArgumentAndLeaveNothing) {
+  auto req = CreateRequest("../escape");
+  EXPECT_EQ(CallCode("CreateContainer", req), Code::kInvalidArgument);
+  req = CreateRequest("c");
+  req.set_bundle("relative/bundle");
+  EXPECT_EQ(CallCode("CreateContainer", req), Code::kInvalidArgument);
+  req = CreateRequest("c");
+  req.set_spec_json("{broken");
+  EXPECT_EQ(CallCode("CreateContainer", req), Code::kInvalidArgument);
+  req = CreateRequest("c");
+  req.clear_spec_json();  // and the bundle has no config.json
+  EXPECT_EQ(CallCode("CreateContainer", req), Code::kInvalidArgument);
+  req = CreateRequest("c");
+  req.set_spec_json(R"({"process": {"args": ["true"]}, "root": {"path": "missing"}})");
+  EXPECT_EQ(CallCode("CreateContainer", req), Code::kInvalidArgument);
+  req = CreateRequest("c");
+  req.mutable_stdio()->set_terminal(true);  // the spec has no terminal
+  EXPECT_EQ(CallCode("CreateContainer", req), Code::kInvalidArgument);
+  EXPECT_EQ(service_->container_count(), 0u);
+  EXPECT_TRUE(StateDirEmpty());
+}
+
+TEST_F(ContainerServiceTest, ARuntimeThatCannotRunFailsTheCreateAndLeavesNothing) {
+  auto req = CreateRequest("c");
+  auto reply = client_->CallUnarySync<pb::CreateContainerResponse>(
+      kService, "CreateContainer", req, ttrpc::CallOptions{.deadline = loop_->Now() + 10s});
+  ASSERT_FALSE(reply.has_value());
+  EXPECT_NE(reply.error().message().find("no-such-crun"), std::string::npos)
+      << reply.error().ToString();
+  EXPECT_EQ(service_->container_count(), 0u);
+  EXPECT_TRUE(StateDirEmpty());
+  // The id is free again.
+  pb::StartContainerRequest start;
+  start.set_container_id("c");
+  EXPECT_EQ(CallCode("StartContainer", start), Code::kNotFound);
+}
+
+TEST_F(ContainerServiceTest, DestroyedWithACreateInFlightAnswersIt) {
+  // A "runtime" that never finishes.
+  const std::string hang = dir_ + "/hang-runtime";
+  {
+    std::ofstream script(hang);
+    script << "#!/bin/sh\nexec sleep 60\n";
+  }
+  ASSERT_EQ(::chmod(hang.c_str(), 0755), 0);
+  MakeService(hang);
+  std::optional<Result<pb::CreateContainerResponse>> reply;
+  client_->CallUnary<pb::CreateContainerResponse>(
+      kService, "CreateContainer", CreateRequest("c"),
+      ttrpc::CallOptions{.deadline = loop_->Now() + 10s},
+      [&](Result<pb::CreateContainerResponse> r) { reply = std::move(r); });
+  ASSERT_TRUE(loop_->RunUntil([&] { return service_->container_count() == 1; }, 5s));
+  loop_->RunUntil([] { return false; }, 100ms);  // the runtime is running
+  service_.reset();                              // kills it and answers the call
+  ASSERT_TRUE(loop_->RunUntil([&] { return reply.has_value(); }, 5s));
+  ASSERT_FALSE(reply->has_value());
+  EXPECT_EQ(reply->error().code(), Code::kNotFound) << reply->error().ToString();
+}
+
+}  // namespace
+}  // namespace hull::agent

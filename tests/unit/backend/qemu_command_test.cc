@@ -1,0 +1,173 @@
+// The vm backend's pure logic (shim/backend/vm/qemu_command.h,
+// pod_share.h's spec rewrite): QEMU's command line from the pod's size and
+// [vm], the guest assets and their errors, the host capacity check. The
+// backend itself is tested against real QEMU and hull-agent in
+// tests/integration/vm_backend_test.cc.
+#include "shim/backend/vm/qemu_command.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "shim/backend/vm/pod_share.h"
+
+namespace hull::shim::vm {
+namespace {
+
+namespace fs = std::filesystem;
+
+const VmPaths kPaths{.agent_socket = "/run/hull/vm/p/agent.sock",
+                     .console_log = "/b/vm-console.log",
+                     .share_dir = "/run/hull/vm/p/share"};
+const GuestAssets kAssets{.qemu = "/usr/bin/qemu", .kernel = "/g/vmlinux", .initramfs = "/g/i"};
+
+// The value after `option` (the first time it appears); "" if absent.
+std::string After(const std::vector<std::string>& argv, const std::string& option) {
+  auto it = std::find(argv.begin(), argv.end(), option);
+  return it == argv.end() || it + 1 == argv.end() ? "" : *(it + 1);
+}
+
+bool Has(const std::vector<std::string>& argv, const std::string& needle) {
+  return std::any_of(argv.begin(), argv.end(),
+                     [&](const std::string& a) { return a.find(needle) != std::string::npos; });
+}
+
+TEST(QemuArgvTest, MicrovmFromThePodSize) {
+  auto argv = QemuArgv(kAssets, VmOptions{}, 2, 320, kPaths, "2400000");
+  EXPECT_EQ(argv[0], "/usr/bin/qemu");
+  EXPECT_EQ(After(argv, "-M"), "microvm");
+  EXPECT_EQ(After(argv, "-smp"), "2,maxcpus=2");
+  EXPECT_EQ(After(argv, "-m"), "320");
+  EXPECT_EQ(After(argv, "-accel"), "tcg,thread=multi");
+  EXPECT_EQ(After(argv, "-kernel"), "/g/vmlinux");
+  EXPECT_EQ(After(argv, "-initrd"), "/g/i");
+  EXPECT_NE(After(argv, "-append").find("tsc_early_khz=2400000"), std::string::npos);
+  EXPECT_TRUE(Has(argv, "-nodefaults"));
+  EXPECT_TRUE(Has(argv, "-no-user-config"));
+  EXPECT_TRUE(Has(argv, "virtio-serial-device"));
+  EXPECT_TRUE(Has(argv, "path=/run/hull/vm/p/agent.sock,server=on,wait=off"));
+  EXPECT_TRUE(Has(argv, "name=hull.agent"));
+  EXPECT_TRUE(Has(argv, "local,id=pod,path=/run/hull/vm/p/share,"));
+  EXPECT_TRUE(Has(argv, "virtio-9p-device,fsdev=pod,mount_tag=hullpod"));
+  EXPECT_TRUE(Has(argv, "file,id=console,path=/b/vm-console.log"));
+  for (const char* hotplug : {"slots", "maxmem", "hotplug", "dimm", "virtio-mem"}) {
+    EXPECT_FALSE(Has(argv, hotplug)) << hotplug;
+  }
+}
+
+TEST(QemuArgvTest, PcAndKvm) {
+  VmOptions options{.machine = "pc", .accel = "kvm", .kernel_args = "loglevel=7"};
+  auto argv = QemuArgv(kAssets, options, 4, 1024, kPaths, "2400000");
+  EXPECT_EQ(After(argv, "-M"), "pc");
+  EXPECT_EQ(After(argv, "-accel"), "kvm");
+  EXPECT_EQ(After(argv, "-cpu"), "host");
+  EXPECT_TRUE(Has(argv, "virtio-serial-pci"));
+  EXPECT_TRUE(Has(argv, "virtio-9p-pci"));
+  EXPECT_FALSE(Has(argv, "virtio-mmio"));
+  std::string append = After(argv, "-append");
+  EXPECT_EQ(append.find("tsc_early_khz"), std::string::npos);  // only microvm under TCG
+  EXPECT_NE(append.find(" loglevel=7"), std::string::npos);
+}
+
+class AssetsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/hull-qemu-command.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void Touch(const std::string& name) { std::ofstream(dir_ + "/" + name) << "x"; }
+  std::string dir_;
+};
+
+TEST_F(AssetsTest, EachMissingAssetIsNamed) {
+  VmOptions options{.qemu = "/bin/true"};
+  auto assets = ResolveGuestAssets(options, {dir_});
+  ASSERT_FALSE(assets);
+  EXPECT_EQ(assets.error().code(), Code::kNotFound);
+  EXPECT_NE(assets.error().message().find("no guest kernel"), std::string::npos);
+  EXPECT_NE(assets.error().message().find(dir_ + "/vmlinux"), std::string::npos);
+
+  Touch("vmlinux");
+  assets = ResolveGuestAssets(options, {"/nonexistent", dir_});
+  ASSERT_FALSE(assets);
+  EXPECT_NE(assets.error().message().find("no guest initramfs"), std::string::npos);
+
+  Touch("initramfs.cpio");
+  assets = ResolveGuestAssets(options, {"/nonexistent", dir_});
+  ASSERT_TRUE(assets) << assets.error().ToString();
+  EXPECT_EQ(assets->kernel, dir_ + "/vmlinux");
+
+  options.qemu = "no-such-qemu-binary";
+  assets = ResolveGuestAssets(options, {dir_});
+  ASSERT_FALSE(assets);
+  EXPECT_NE(assets.error().message().find("QEMU binary \"no-such-qemu-binary\""),
+            std::string::npos);
+
+  options = VmOptions{.qemu = "/bin/true", .kernel = dir_ + "/missing"};
+  assets = ResolveGuestAssets(options, {dir_});
+  ASSERT_FALSE(assets);
+  EXPECT_NE(assets.error().message().find("([vm] kernel)"), std::string::npos);
+
+  options = VmOptions{.qemu = "/bin/true", .share = "virtiofs"};
+  EXPECT_EQ(ResolveGuestAssets(options, {dir_}).error().code(), Code::kUnimplemented);
+}
+
+TEST(GuestAssetDirsTest, PackageThenBuildTree) {
+  auto dirs = GuestAssetDirs("/w/build/release/bin/containerd-shim-hull-v2");
+  ASSERT_EQ(dirs.size(), 3u);
+  EXPECT_EQ(dirs[0], "/usr/lib/hull/guest");
+  EXPECT_EQ(dirs[1], "/w/build/release/bin/../guest-image");
+  EXPECT_EQ(dirs[2], "/w/build/release/bin/../../guest-image");
+}
+
+TEST(CheckFitsTest, RefusesWithTheNumbers) {
+  HostCapacity host{.cpus = 2, .memory_mib = 4096};
+  EXPECT_TRUE(CheckFits(2, 4096, host).ok());
+  Status s = CheckFits(3, 512, host);
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("3 vCPUs"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("has 2 CPUs"), std::string::npos) << s.message();
+  s = CheckFits(1, 8192, host);
+  EXPECT_NE(s.message().find("8192 MiB"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("4096 MiB"), std::string::npos) << s.message();
+}
+
+TEST(LastLinesTest, TakesTheTail) {
+  EXPECT_EQ(LastLines("a\nb\nc\n", 2), "b\nc");
+  EXPECT_EQ(LastLines("a\nb", 5), "a\nb");
+  EXPECT_EQ(LastLines("", 3), "");
+}
+
+TEST(GuestSpecTest, RootAndBindSourcesPointIntoTheShare) {
+  nlohmann::json spec = {
+      {"root", {{"path", "/host/bundle/rootfs"}, {"readonly", true}}},
+      {"mounts",
+       {{{"destination", "/proc"}, {"type", "proc"}, {"source", "proc"}},
+        {{"destination", "/data"},
+         {"type", "bind"},
+         {"source", "/srv/data"},
+         {"options", {"rbind", "rw"}}},
+        {{"destination", "/etc/x"}, {"source", "/etc/hostx"}, {"options", {"bind", "ro"}}}}}};
+  std::vector<std::string> binds;
+  auto guest = GuestSpecJson(spec.dump(), "/run/hull/pod/c1", &binds);
+  ASSERT_TRUE(guest) << guest.error().ToString();
+  auto out = nlohmann::json::parse(*guest);
+  EXPECT_EQ(out["root"]["path"], "rootfs");
+  EXPECT_EQ(out["root"]["readonly"], true);
+  EXPECT_EQ(out["mounts"][0]["source"], "proc");
+  EXPECT_EQ(out["mounts"][1]["source"], "/run/hull/pod/c1/mounts/0");
+  EXPECT_EQ(out["mounts"][2]["source"], "/run/hull/pod/c1/mounts/1");
+  EXPECT_EQ(binds, (std::vector<std::string>{"/srv/data", "/etc/hostx"}));
+
+  EXPECT_EQ(GuestSpecJson("[]", "/x", &binds).error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(GuestSpecJson("{}", "/x", &binds).error().code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace hull::shim::vm
