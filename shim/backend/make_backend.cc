@@ -67,16 +67,6 @@ bool IsDirectory(const std::string& path) {
 
 }  // namespace
 
-// Only a backend whose RunsSandboxProcess() is true is asked these; the
-// answer is a programming error's, not containerd's.
-void Backend::StartSandbox(std::function<void(int)>, std::function<void(Result<pid_t>)> done) {
-  done(UnimplementedError(name() + " runs no sandbox process of its own"));
-}
-
-void Backend::StopSandbox(Done done) {
-  done(UnimplementedError(name() + " runs no sandbox process of its own"));
-}
-
 Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
                                              const RuntimeOptions& options, const std::string& ns,
                                              const Logger& log) {
