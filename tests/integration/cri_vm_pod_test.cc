@@ -295,7 +295,7 @@ TEST_F(CriVmPodTest, SizedVmPodRunsTwoContainersInOneGuest) {
   EXPECT_EQ(s["attributes"].value("id", ""), c2);
   EXPECT_GT(U64(s["cpu"]["usage_core_nano_seconds"]["value"]), 0u) << s.dump();
   EXPECT_GT(U64(s["memory"]["working_set_bytes"]["value"]), 0u) << s.dump();
-  CriReply list = cri_->Call("ListContainerStats", json::object());
+  CriReply list = cri_->Call("ListContainerStats", {{"filter", {{"pod_sandbox_id", pod}}}});
   ASSERT_TRUE(list.ok) << list.error;
   EXPECT_EQ(list.body["stats"].size(), 2u) << list.body.dump();
 
