@@ -163,6 +163,13 @@ class CriVmPodTest : public ::testing::Test {
     return containerd_->state() + "/io.containerd.runtime.v2.task/k8s.io/" + id;
   }
 
+  // The pod shim's socket, as `start` wrote it into the pause bundle
+  // ("unix:///run/containerd/s/<hash>"); "" when there is none.
+  std::string ShimSocket(const std::string& pod) const {
+    std::string address = ReadText(Bundle(pod) + "/address");
+    return address.rfind("unix://", 0) == 0 ? address.substr(7) : "";
+  }
+
   std::vector<pid_t> HullShims() const {
     std::vector<pid_t> shims;
     for (pid_t pid : ProcessesMatching(containerd_->address())) {
@@ -190,10 +197,9 @@ class CriVmPodTest : public ::testing::Test {
 
   // Stop and Remove the pod, then: no shim, no QEMU, no process naming the
   // pod, no mount, no shim socket, no run directory, no bundle, no cgroup.
-  void RemovePodAndCheckNothingLeft(const std::string& pod) {
-    std::string socket = ReadText(Bundle(pod) + "/address");
-    ASSERT_EQ(socket.rfind("unix://", 0), 0u) << socket;
-    socket = socket.substr(7);
+  // `socket` is the pod shim's (ShimSocket, read while the pod ran).
+  void RemovePodAndCheckNothingLeft(const std::string& pod, const std::string& socket) {
+    ASSERT_FALSE(socket.empty());
     CriReply stop = cri_->Call("StopPodSandbox", {{"pod_sandbox_id", pod}}, kCriTimeout);
     ASSERT_TRUE(stop.ok) << stop.error << "\n" << containerd_->LogTail();
     CriReply remove = cri_->Call("RemovePodSandbox", {{"pod_sandbox_id", pod}}, kCriTimeout);
@@ -315,7 +321,7 @@ TEST_F(CriVmPodTest, SizedVmPodRunsTwoContainersInOneGuest) {
       30s))
       << ReadText(log_dir + "two.log");
 
-  RemovePodAndCheckNothingLeft(pod);
+  RemovePodAndCheckNothingLeft(pod, ShimSocket(pod));
 }
 
 // QEMU killed under a running pod: both containers are reported exited with
@@ -331,6 +337,7 @@ TEST_F(CriVmPodTest, QemuKillExitsContainersWith137AndPodIsRemovedCleanly) {
   ASSERT_FALSE(c2.empty());
   std::vector<pid_t> qemus = Qemus(pod);
   ASSERT_EQ(qemus.size(), 1u);
+  const std::string socket = ShimSocket(pod);
 
   ASSERT_EQ(::kill(qemus[0], SIGKILL), 0);
   for (const std::string& id : {c1, c2}) {
@@ -344,7 +351,7 @@ TEST_F(CriVmPodTest, QemuKillExitsContainersWith137AndPodIsRemovedCleanly) {
         return status.ok && status.body["status"].value("state", "") == "SANDBOX_NOTREADY";
       },
       60s));
-  RemovePodAndCheckNothingLeft(pod);
+  RemovePodAndCheckNothingLeft(pod, socket);
 }
 
 }  // namespace
