@@ -10,12 +10,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/file_util.h"
@@ -352,6 +354,45 @@ TEST_F(CriVmPodTest, QemuKillExitsContainersWith137AndPodIsRemovedCleanly) {
       },
       60s));
   RemovePodAndCheckNothingLeft(pod, socket);
+}
+
+// The guest's memory cost, for [sizing] overhead_memory_mib (docs/vm.md,
+// "The guest's memory cost"): for pods of several memory limits, MemTotal
+// against QEMU's -m (what the kernel keeps) and MemTotal - MemAvailable with
+// the pause container and one idle container running (what the guest uses).
+// Prints the figures; runs only with HULL_VM_MEASURE_MEMORY=1.
+TEST_F(CriVmPodTest, MeasureGuestMemoryCost) {
+  if (std::getenv("HULL_VM_MEASURE_MEMORY") == nullptr) {
+    GTEST_SKIP() << "set HULL_VM_MEASURE_MEMORY=1 to measure";
+  }
+  for (uint64_t pod_mib : {128u, 256u, 512u, 1024u}) {
+    json pod_config = PodConfig("mem" + std::to_string(pod_mib));
+    pod_config["linux"]["resources"]["memory_limit_in_bytes"] = pod_mib << 20;
+    const std::string pod = RunPod(pod_config);
+    ASSERT_FALSE(pod.empty());
+    const std::string socket = ShimSocket(pod);
+    std::vector<pid_t> qemus = Qemus(pod);
+    ASSERT_EQ(qemus.size(), 1u);
+    std::string cmdline = Cmdline(qemus[0]);
+    size_t m = cmdline.find(" -m ");
+    ASSERT_NE(m, std::string::npos);
+    const uint64_t qemu_mib = std::stoull(cmdline.substr(m + 4));
+    const std::string c = StartContainer(pod, pod_config, "idle");
+    ASSERT_FALSE(c.empty());
+    std::this_thread::sleep_for(5s);  // let the guest settle
+    CriReply info = Exec(c, {"sh", "-c",
+                             "grep -E '^(MemTotal|MemAvailable):' /proc/meminfo | "
+                             "while read k v u; do echo $v; done"});
+    ASSERT_TRUE(info.ok) << info.error;
+    std::istringstream out(DecodeBase64(info.body.value("stdout", "")));
+    uint64_t total_kib = 0, available_kib = 0;
+    out >> total_kib >> available_kib;
+    ASSERT_GT(total_kib, 0u);
+    std::cout << "[ measured ] pod " << pod_mib << " MiB, -m " << qemu_mib << ": MemTotal "
+              << total_kib / 1024 << " MiB (kernel keeps " << qemu_mib - total_kib / 1024
+              << " MiB), in use at idle " << (total_kib - available_kib) / 1024 << " MiB\n";
+    RemovePodAndCheckNothingLeft(pod, socket);
+  }
 }
 
 }  // namespace
