@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -380,14 +381,20 @@ TEST_F(CriVmPodTest, MeasureGuestMemoryCost) {
     const std::string c = StartContainer(pod, pod_config, "idle");
     ASSERT_FALSE(c.empty());
     std::this_thread::sleep_for(5s);  // let the guest settle
-    CriReply info = Exec(c, {"sh", "-c",
-                             "grep -E '^(MemTotal|MemAvailable):' /proc/meminfo | "
-                             "while read k v u; do echo $v; done"});
+    CriReply info = Exec(c, {"cat", "/proc/meminfo"});
     ASSERT_TRUE(info.ok) << info.error;
+    std::map<std::string, uint64_t> kib;  // "MemTotal:" -> KiB
     std::istringstream out(DecodeBase64(info.body.value("stdout", "")));
-    uint64_t total_kib = 0, available_kib = 0;
-    out >> total_kib >> available_kib;
+    for (std::string key; out >> key;) {
+      out >> kib[key];
+      out.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+    }
+    const uint64_t total_kib = kib["MemTotal:"], available_kib = kib["MemAvailable:"];
     ASSERT_GT(total_kib, 0u);
+    std::cout << "[ measured ] pod " << pod_mib << " MiB: MiB free " << kib["MemFree:"] / 1024
+              << ", cached " << kib["Cached:"] / 1024 << ", shmem " << kib["Shmem:"] / 1024
+              << ", slab " << kib["Slab:"] / 1024 << ", page tables " << kib["PageTables:"] / 1024
+              << ", anon " << kib["AnonPages:"] / 1024 << "\n";
     std::cout << "[ measured ] pod " << pod_mib << " MiB, -m " << qemu_mib << ": MemTotal "
               << total_kib / 1024 << " MiB (kernel keeps " << qemu_mib - total_kib / 1024
               << " MiB), in use at idle " << (total_kib - available_kib) / 1024 << " MiB\n";
