@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -129,6 +130,11 @@ bool PrivateContainerd::Launch(std::string* error) {
                                .extra_env = {"PATH=" + env_path},
                                .pipe_stdin = false,
                                .output_fd = log.get()};
+  if (!options_.hull_server_config.empty()) {
+    const std::string hull_config = dir_ + "/hull-server.toml";
+    std::ofstream(hull_config) << options_.hull_server_config;
+    spawn.extra_env.push_back("HULL_CONFIG=" + hull_config);
+  }
   if (!internal::Spawn(spawn, &daemon_, error)) return false;
 
   // Ready when the socket answers; give up early if the daemon dies.
