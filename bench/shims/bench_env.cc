@@ -42,7 +42,9 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::Create(const BenchOptions& options) 
 
   std::unique_ptr<BenchEnv> env(new BenchEnv());
   std::string error;
-  env->containerd_ = itest::PrivateContainerd::Start({}, &error);
+  itest::ContainerdOptions containerd_options;
+  if (options.confine) containerd_options.hull_server_config = "[security]\nconfine = true\n";
+  env->containerd_ = itest::PrivateContainerd::Start(containerd_options, &error);
   if (env->containerd_ == nullptr) return UnavailableError("start containerd: " + error);
   if (!options.debug_log) HULL_RETURN_IF_ERROR(UseInfoLogLevel(*env->containerd_));
   if (!env->containerd_->ImportImages("default", &error)) {
