@@ -38,13 +38,12 @@ Result<pid_t> Reaper::Spawn(const SpawnOptions& options) {
 }
 
 void Reaper::ReadSpawnerExits() {
-  Result<std::vector<SpawnerExit>> exits = spawner_->ReadExits();
-  if (exits) {
-    for (const SpawnerExit& e : *exits) Deliver(e.pid, e.wait_status);
-    return;
-  }
+  std::vector<SpawnerExit> exits;
+  Status read = spawner_->ReadExits(exits);
+  for (const SpawnerExit& e : exits) Deliver(e.pid, e.wait_status);
+  if (read.ok()) return;
   spawner_exits_.Reset();
-  if (auto lost = std::exchange(on_spawner_lost_, nullptr)) lost(exits.error());
+  if (auto lost = std::exchange(on_spawner_lost_, nullptr)) lost(read);
 }
 
 void Reaper::Watch(pid_t pid, ExitHandler on_exit) {

@@ -74,7 +74,7 @@ class SpawnerMain {
       Status sent = spawner_wire::SendMessage(exits_, w.Take(), {});
       if (!sent.ok()) {
         if (sent.code() == Code::kUnavailable) return;  // full: on POLLOUT
-        _exit(0);                                        // the server is gone
+        _exit(0);                                       // the server is gone
       }
       pending_.pop_front();
     }
@@ -185,11 +185,10 @@ Result<pid_t> SpawnerClient::Run(uint32_t index, std::string_view payload,
   return Call(w.Take(), fds);
 }
 
-Result<std::vector<SpawnerExit>> SpawnerClient::ReadExits() {
-  std::vector<SpawnerExit> exits;
+Status SpawnerClient::ReadExits(std::vector<SpawnerExit>& exits) {
   for (;;) {
     HULL_ASSIGN_OR_RETURN(spawner_wire::Received got, spawner_wire::ReceiveMessage(exits_.get()));
-    if (got.would_block) return exits;
+    if (got.would_block) return Status::Ok();
     if (got.eof) return UnavailableError("spawner: exited");
     Reader r(got.message);
     SpawnerExit exit;

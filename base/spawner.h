@@ -58,9 +58,9 @@ class SpawnerClient {
 
   // The exits channel: readable when exits are waiting. Non-blocking.
   int exits_fd() const { return exits_.get(); }
-  // Reads every exit that is waiting. An error or EOF means the spawner is
-  // gone.
-  Result<std::vector<SpawnerExit>> ReadExits();
+  // Appends every exit that is waiting to `exits`. An error or EOF means the
+  // spawner is gone; the exits read before it are still appended.
+  Status ReadExits(std::vector<SpawnerExit>& exits);
 
   pid_t pid() const { return pid_; }
 

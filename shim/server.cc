@@ -57,7 +57,8 @@ Result<std::unique_ptr<SpawnerClient>> StartConfined(Logger& log) {
                         SpawnerClient::Start(std::move(entries)));
   HULL_RETURN_IF_ERROR(ConfineServer());
   std::string caps;
-  for (const std::string& name : ConfinedCapabilityNames()) caps += (caps.empty() ? "" : ",") + name;
+  for (const std::string& name : ConfinedCapabilityNames())
+    caps += (caps.empty() ? "" : ",") + name;
   log.Info("confined: spawner pid {}, capabilities {}, NoNewPrivs, seccomp filter", spawner->pid(),
            caps);
   return spawner;

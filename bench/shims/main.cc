@@ -167,7 +167,7 @@ int Main(int argc, char** argv) {
       return 1;
     }
   }
-  char load[160];
+  char load[256];
   std::snprintf(load, sizeof load,
                 "Load average (1 min): %.2f before, %.2f after; %.0f s in all. "
                 "containerd log level: %s. hull servers confined: %s.",

@@ -20,8 +20,7 @@ namespace {
 // in a user namespace (CAP_KILL); hand stdio pipes to io_uid/io_gid
 // (CAP_CHOWN); write bundle, cgroup and state files it does not own
 // (CAP_DAC_OVERRIDE, CAP_FOWNER).
-constexpr cap_value_t kKept[] = {CAP_SYS_ADMIN, CAP_KILL, CAP_CHOWN, CAP_DAC_OVERRIDE,
-                                 CAP_FOWNER};
+constexpr cap_value_t kKept[] = {CAP_SYS_ADMIN, CAP_KILL, CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER};
 
 // Syscalls the confined server has no use for, each refused with EPERM.
 // Everything that starts a program or a process goes through the spawner;
@@ -36,19 +35,19 @@ constexpr const char* kDenied[] = {
     "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
     // the kernel itself
     "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot",
-    "swapon", "swapoff", "acct", "quotactl", "syslog", "iopl", "ioperm", "uselib",
-    "lookup_dcookie", "vhangup", "personality", "modify_ldt",
+    "swapon", "swapoff", "acct", "quotactl", "syslog", "iopl", "ioperm", "uselib", "lookup_dcookie",
+    "vhangup", "personality", "modify_ldt",
     // attack surface the server never touches
     "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
-    "io_uring_register", "keyctl", "add_key", "request_key", "fanotify_init",
-    "open_by_handle_at", "name_to_handle_at", "mknod", "mknodat",
+    "io_uring_register", "keyctl", "add_key", "request_key", "fanotify_init", "open_by_handle_at",
+    "name_to_handle_at", "mknod", "mknodat",
     // the new mount API (hull calls mount(2) only)
     "fsopen", "fsconfig", "fsmount", "fspick", "open_tree", "move_mount", "mount_setattr",
     // time
     "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
     // identity: the server never changes it, or its capabilities, again
-    "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setfsuid",
-    "setfsgid", "setgroups", "capset"};
+    "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setfsuid", "setfsgid",
+    "setgroups", "capset"};
 
 struct CapFree {
   void operator()(cap_t caps) const { cap_free(caps); }

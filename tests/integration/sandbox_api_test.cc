@@ -128,7 +128,8 @@ class SandboxApiTest : public ::testing::Test {
 
   // hull's processes for this containerd: its servers, or (`pause`) the
   // pause processes they cloned, which keep the server's command line and
-  // differ in their name (comm).
+  // differ in their name (comm). A confined server's spawner
+  // (docs/security.md) is neither.
   std::vector<pid_t> HullProcesses(bool pause) const {
     std::vector<pid_t> found;
     for (pid_t pid : ProcessesMatching(containerd_->address())) {
@@ -136,7 +137,9 @@ class SandboxApiTest : public ::testing::Test {
       if (ReadText(proc + "/cmdline").find("containerd-shim-hull-v2") == std::string::npos) {
         continue;
       }
-      if ((ReadText(proc + "/comm") == "hull-pause\n") == pause) found.push_back(pid);
+      const std::string comm = ReadText(proc + "/comm");
+      if (comm == "hull-spawner\n") continue;
+      if ((comm == "hull-pause\n") == pause) found.push_back(pid);
     }
     return found;
   }

@@ -24,9 +24,10 @@ constexpr int kCapNetAdmin = 12;
 
 // containerd 1.6's default capabilities for a container (ctr's spec).
 const std::vector<std::string> kDefaultCaps = {
-    "CAP_CHOWN",  "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",     "CAP_MKNOD",
-    "CAP_NET_RAW", "CAP_SETGID",      "CAP_SETUID",           "CAP_SETFCAP",    "CAP_SETPCAP",
-    "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"};
+    "CAP_CHOWN",   "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",
+    "CAP_MKNOD",   "CAP_NET_RAW",      "CAP_SETGID",           "CAP_SETUID",
+    "CAP_SETFCAP", "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
+    "CAP_KILL",    "CAP_AUDIT_WRITE"};
 
 // The value of "Key:" in a /proc/<pid>/status text; "" when absent.
 std::string Field(const std::string& status, const std::string& key) {

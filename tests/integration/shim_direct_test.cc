@@ -401,13 +401,11 @@ TEST_F(ShimDirectTest, TerminalOutputToAFullLogDiskIsReportedAndTheContainerRuns
     }
     return true;
   };
-  EXPECT_TRUE(poll_until(
-      [&] {
-        read_log();
-        return log.find("container tty: terminal:") != std::string::npos &&
-               log.find("errno " + std::to_string(ENOSPC)) != std::string::npos;
-      }))
-      << log;
+  EXPECT_TRUE(poll_until([&] {
+    read_log();
+    return log.find("container tty: terminal:") != std::string::npos &&
+           log.find("errno " + std::to_string(ENOSPC)) != std::string::npos;
+  })) << log;
   const std::string comm = "/proc/" + std::to_string(created->pid()) + "/comm";
   EXPECT_TRUE(poll_until([&] {
     std::ifstream in(comm);
