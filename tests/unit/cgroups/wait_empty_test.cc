@@ -58,9 +58,8 @@ TEST_F(WaitEmptyTest, UnifiedEndsWhenPopulatedTurnsZero) {
   AsyncOp op = Wait(At("/pod/ctr"), kLong);
   EXPECT_FALSE(Finished(kShort));
   // The "kernel" empties it: the file is rewritten in place (inotify fires).
-  auto flip = loop_->AddTimer(milliseconds(10), [&] {
-    host_.Write("pod/ctr/cgroup.events", "populated 0\nfrozen 0\n");
-  });
+  auto flip = loop_->AddTimer(
+      milliseconds(10), [&] { host_.Write("pod/ctr/cgroup.events", "populated 0\nfrozen 0\n"); });
   auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(Finished(kLong));
   EXPECT_TRUE(result_->ok()) << result_->ToString();
@@ -137,9 +136,7 @@ TEST_F(WaitEmptyTest, UnifiedWatchesTheCgroup2Directory) {
 TEST_F(WaitEmptyTest, DroppingTheOpCancelsIt) {
   host_.AddUnified();
   host_.Write("ctr/cgroup.events", "populated 1\n");
-  {
-    AsyncOp op = Wait(At("/ctr"), kLong);
-  }
+  { AsyncOp op = Wait(At("/ctr"), kLong); }
   host_.Write("ctr/cgroup.events", "populated 0\n");
   EXPECT_FALSE(Finished(kShort * 2));
 }
