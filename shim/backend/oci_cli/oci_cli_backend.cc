@@ -309,22 +309,26 @@ void OciCliBackend::Kill(const std::string& id, int signal, bool all, Done done)
 }
 
 void OciCliBackend::WaitUntilEmpty(const std::string& id, Done done) {
+  const EventLoop::Clock::time_point deadline = loop_.Now() + kKillAllWait;
   auto it = containers_.find(id);
   if (it == containers_.end() || !it->second.cgroup) {
-    return PollUntilEmpty(id, loop_.Now() + kKillAllWait, std::move(done));
+    return PollUntilEmpty(id, deadline, std::move(done));
   }
   const uint64_t key = next_call_++;
-  // A wait that cannot start (the cgroup unreadable) answers at once: the
-  // kill was sent.
-  auto op = it->second.cgroup->WaitEmptyAsync(loop_, kKillAllWait, [this, key](Status) {
-    // Emptied, or still not at the deadline: either way the kill is done.
-    auto wait = kill_waits_.find(key);
-    if (wait == kill_waits_.end()) return;
-    Done next = std::move(wait->second.done);
-    kill_waits_.erase(wait);  // drops the op: fine inside its own `done`
-    next(Status());
-  });
-  if (!op) return PostDone(std::move(done), Status());
+  auto op =
+      it->second.cgroup->WaitEmptyAsync(loop_, kKillAllWait, [this, key, id, deadline](Status s) {
+        auto wait = kill_waits_.find(key);
+        if (wait == kill_waits_.end()) return;
+        Done next = std::move(wait->second.done);
+        kill_waits_.erase(wait);  // drops the op: fine inside its own `done`
+        // Emptied, or still not at the deadline: either way the kill is
+        // done. A cgroup that could not be read asks the runtime instead.
+        if (!s.ok() && s.code() != Code::kDeadlineExceeded) {
+          return PollUntilEmpty(id, deadline, std::move(next));
+        }
+        next(Status());
+      });
+  if (!op) return PollUntilEmpty(id, deadline, std::move(done));
   KillWait& wait = kill_waits_[key];
   wait.cgroup_op = std::move(*op);
   wait.done = std::move(done);

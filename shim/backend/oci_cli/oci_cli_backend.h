@@ -142,11 +142,12 @@ class OciCliBackend final : public Backend {
 
   // After `kill --all` with SIGKILL: answers `done(OK)` once no process is
   // left in container `id`, or after kKillAllWait. Best effort: a wait that
-  // cannot be made answers OK at once (the kill was sent). The cgroup the
+  // cannot be made answers OK (the kill was sent). The cgroup the
   // container's init was found in is watched (cgroups::Manager::
   // WaitEmptyAsync: cgroup.events on v2, cgroup.procs re-read on v1), with
   // no process spawned; `<runtime> ps` is polled, every kKillAllPsPoll, only
-  // where there is no such cgroup (runsc, or one never found).
+  // where there is no such cgroup (runsc, or one never found) or it cannot
+  // be read.
   //
   // The deadline: SIGKILL cannot be caught or ignored, so what is left dies
   // as soon as the kernel runs it; it stays only while it cannot run (in
