@@ -34,7 +34,7 @@ Result<std::unique_ptr<Command>> Command::Start(EventLoop& loop, Reaper& reaper,
     cmd->out_[i] = std::move(p.read);
     options.fds.emplace_back(i + 1, child_ends[i + 1].get());
   }
-  HULL_ASSIGN_OR_RETURN(pid_t pid, Spawn(options));
+  HULL_ASSIGN_OR_RETURN(pid_t pid, reaper.Spawn(options));
   for (auto& end : child_ends) end.reset();
   cmd->child_ = ChildHandle(reaper, pid);
 

@@ -21,6 +21,31 @@ Result<std::unique_ptr<Reaper>> Reaper::Create(EventLoop& loop) {
   return reaper;
 }
 
+Result<std::unique_ptr<Reaper>> Reaper::CreateWithSpawner(
+    EventLoop& loop, SpawnerClient& spawner, std::function<void(Status)> on_spawner_lost) {
+  HULL_ASSIGN_OR_RETURN(std::unique_ptr<Reaper> reaper, Create(loop));
+  Reaper* self = reaper.get();
+  reaper->spawner_ = &spawner;
+  reaper->on_spawner_lost_ = std::move(on_spawner_lost);
+  reaper->spawner_exits_ =
+      loop.WatchFd(spawner.exits_fd(), kReadable, [self](uint32_t) { self->ReadSpawnerExits(); });
+  return reaper;
+}
+
+Result<pid_t> Reaper::Spawn(const SpawnOptions& options) {
+  if (spawner_ != nullptr) return spawner_->Spawn(options);
+  return hull::Spawn(options);
+}
+
+void Reaper::ReadSpawnerExits() {
+  std::vector<SpawnerExit> exits;
+  Status read = spawner_->ReadExits(exits);
+  for (const SpawnerExit& e : exits) Deliver(e.pid, e.wait_status);
+  if (read.ok()) return;
+  spawner_exits_.Reset();
+  if (auto lost = std::exchange(on_spawner_lost_, nullptr)) lost(read);
+}
+
 void Reaper::Watch(pid_t pid, ExitHandler on_exit) {
   discard_.erase(pid);
   if (auto status = TakeExit(pid)) {

@@ -4,6 +4,10 @@
 // calls waitpid(-1, WNOHANG) until nothing is left and hands each exit to the
 // handler registered for that pid, or keeps it until someone claims it (an
 // init can exit before hull has read its pid file).
+//
+// In a confined server (docs/security.md) the children are the spawner's: the
+// Reaper then starts them through it and takes their exits from its exits
+// channel, in the order the spawner reaped them, through the same table.
 // Loop thread only.
 #pragma once
 
@@ -16,6 +20,8 @@
 #include <unordered_map>
 
 #include "base/event_loop.h"
+#include "base/spawn.h"
+#include "base/spawner.h"
 
 namespace hull {
 
@@ -24,6 +30,16 @@ class Reaper {
   using ExitHandler = std::function<void(int wait_status)>;
 
   static Result<std::unique_ptr<Reaper>> Create(EventLoop& loop);
+  // Children are started by `spawner` (which outlives the Reaper) and their
+  // exits read from it. `on_spawner_lost` runs once if the spawner goes away.
+  static Result<std::unique_ptr<Reaper>> CreateWithSpawner(
+      EventLoop& loop, SpawnerClient& spawner, std::function<void(Status)> on_spawner_lost);
+
+  // Starts a child whose exit this Reaper will see: Spawn() here, or in the
+  // spawner. Register the exit handler before the loop turns again.
+  Result<pid_t> Spawn(const SpawnOptions& options);
+  // The spawner, when children are started by one.
+  SpawnerClient* spawner() const { return spawner_; }
 
   // Calls `on_exit(wait_status)` once `pid` has exited. An exit reaped before
   // this call is delivered on a later loop turn. Replaces an earlier handler.
@@ -41,9 +57,13 @@ class Reaper {
  private:
   explicit Reaper(EventLoop& loop) : loop_(loop) {}
   void Deliver(pid_t pid, int status);
+  void ReadSpawnerExits();
 
   EventLoop& loop_;
   EventHandle sigchld_;
+  SpawnerClient* spawner_ = nullptr;
+  EventHandle spawner_exits_;
+  std::function<void(Status)> on_spawner_lost_;
   std::unordered_map<pid_t, ExitHandler> handlers_;
   std::unordered_map<pid_t, int> unclaimed_;
   std::deque<pid_t> unclaimed_order_;  // oldest first, to bound the table

@@ -1,7 +1,7 @@
-// Freeze, thaw and remove on the event loop: the same steps as the
-// synchronous calls, with the wait on cgroup.events done by inotify (the
-// kernel reports a change of the file as IN_MODIFY) plus a periodic re-check,
-// and a deadline timer. Nothing here blocks the loop.
+// Freeze, thaw, remove and wait-until-empty on the event loop: the same steps
+// as the synchronous calls, with the wait on cgroup.events done by inotify
+// (the kernel reports a change of the file as IN_MODIFY) plus a periodic
+// re-check, and a deadline timer. Nothing here blocks the loop.
 #include <sys/inotify.h>
 #include <unistd.h>
 
@@ -159,6 +159,23 @@ Result<AsyncOp> Manager::RemoveAsync(EventLoop& loop, std::chrono::milliseconds 
   state->parent.emplace(std::move(*opened->parent));
   state->name = opened->name;
   state->Start(std::move(opened->dir), {"populated", false}, timeout);
+  return AsyncOp(std::move(state));
+}
+
+Result<AsyncOp> Manager::WaitEmptyAsync(EventLoop& loop, std::chrono::milliseconds timeout,
+                                        Done done) const {
+  HULL_ASSIGN_OR_RETURN(Location loc, ProcessesLocation());
+  const std::string context = "wait for cgroup " + path_ + " to empty";
+  auto state = std::make_shared<AsyncOp::State>(loop, context, std::move(done));
+  Result<CgroupDir> dir = CgroupDir::Open(loc.mount_point, loc.relative);
+  if (!dir) {
+    if (dir.error().code() != Code::kNotFound) return dir.error().WithContext(context);
+    state->FinishLater(Status::Ok());  // removed already: nothing is in it
+    return AsyncOp(std::move(state));
+  }
+  // A v1 directory has no cgroup.events: the checks then read the subtree's
+  // cgroup.procs (EventHolds), on the re-check timer alone.
+  state->Start(std::move(*dir), {"populated", false}, timeout);
   return AsyncOp(std::move(state));
 }
 

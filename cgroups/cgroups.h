@@ -326,6 +326,28 @@ class Manager {
   Result<AsyncOp> ThawAsync(EventLoop& loop, std::chrono::milliseconds timeout, Done done) const;
   Result<AsyncOp> RemoveAsync(EventLoop& loop, std::chrono::milliseconds timeout, Done done) const;
 
+  // ---- any host ----
+
+  // Waits until no process is left in this cgroup or below it (what is left
+  // after a kill), then `done(OK)`; DeadlineExceeded after `timeout`. A cgroup
+  // that does not exist is empty. Unified: "populated 0" in cgroup.events,
+  // watched with inotify (the kernel's notification for the file), re-read
+  // every 50 ms as well. v1 and hybrid: the cgroup.procs files of
+  // ProcessesDir() and every cgroup below it, re-read every 50 ms (v1 has no
+  // notification of a cgroup emptying to a process that is not its
+  // release agent). Zombies are not listed: a process counts as gone once
+  // it has exited, before it is reaped.
+  Result<AsyncOp> WaitEmptyAsync(EventLoop& loop, std::chrono::milliseconds timeout,
+                                 Done done) const;
+  // Where WaitEmptyAsync looks: the cgroup2 directory in unified mode, else
+  // this cgroup in the first of the v1 hierarchies pids, freezer, memory,
+  // devices, cpu (any other controller's after them; never a name=
+  // hierarchy, which runtimes need not join). In hybrid mode the cgroup2
+  // directory is not used: runtimes driving v1 controllers (runc's cgroupfs
+  // driver) leave the container in the caller's cgroup2 directory. NotFound
+  // if there is none.
+  Result<std::filesystem::path> ProcessesDir() const;
+
  private:
   // A cgroup directory: mount point + path below it (relative, validated).
   struct Location {
@@ -337,6 +359,7 @@ class Manager {
   Result<Location> Find(std::string_view controller) const;
   // The v2 location, or FailedPrecondition naming `what` was asked.
   Result<Location> UnifiedLocation(std::string_view what) const;
+  Result<Location> ProcessesLocation() const;
   Result<AsyncOp> FreezeAsyncImpl(EventLoop& loop, bool freeze, std::chrono::milliseconds timeout,
                                   Done done) const;
 

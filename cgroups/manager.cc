@@ -95,6 +95,24 @@ Result<std::filesystem::path> Manager::Dir(std::string_view controller) const {
   return (loc.mount_point / std::filesystem::path(loc.relative).relative_path()).lexically_normal();
 }
 
+Result<Manager::Location> Manager::ProcessesLocation() const {
+  if (mode_ == Mode::kUnified) return Find("");
+  // Controllers runc and crun give every container a directory of its own
+  // in, whenever the hierarchy is mounted.
+  for (std::string_view controller : {"pids", "freezer", "memory", "devices", "cpu"}) {
+    if (auto it = v1_.find(controller); it != v1_.end()) return it->second;
+  }
+  for (const auto& [controller, location] : v1_) {
+    if (!controller.starts_with("name=")) return location;
+  }
+  return NotFoundError("no v1 controller hierarchy holds cgroup " + path_);
+}
+
+Result<std::filesystem::path> Manager::ProcessesDir() const {
+  HULL_ASSIGN_OR_RETURN(Location loc, ProcessesLocation());
+  return (loc.mount_point / std::filesystem::path(loc.relative).relative_path()).lexically_normal();
+}
+
 Result<google::protobuf::Any> Manager::Metrics() const {
   if (mode_ == Mode::kUnified) {
     HULL_ASSIGN_OR_RETURN(v2::Metrics metrics, MetricsV2());

@@ -8,15 +8,21 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "base/event_loop.h"
 #include "base/logging.h"
 #include "base/reaper.h"
+#include "base/spawner.h"
 #include "shim/config/config.h"
 #include "shim/pod/pod.h"
 #include "shim/publisher.h"
 #include "shim/sandbox/pause_process.h"
 #include "shim/sandbox/sandbox_service.h"
+#include "shim/security/confine.h"
 #include "shim/task_service.h"
 #include "ttrpc/server.h"
 
@@ -42,6 +48,22 @@ std::string SocketPath(int fd) {
   return std::string(addr.sun_path);
 }
 
+// [security] confine: forks the spawner, then confines this process. The
+// spawner is forked first so that nothing it starts inherits the filter.
+Result<std::unique_ptr<SpawnerClient>> StartConfined(Logger& log) {
+  std::vector<SpawnerEntry> entries(kPauseSpawnerEntry + 1);
+  entries[kPauseSpawnerEntry] = PauseSpawnerEntry();
+  HULL_ASSIGN_OR_RETURN(std::unique_ptr<SpawnerClient> spawner,
+                        SpawnerClient::Start(std::move(entries)));
+  HULL_RETURN_IF_ERROR(ConfineServer());
+  std::string caps;
+  for (const std::string& name : ConfinedCapabilityNames())
+    caps += (caps.empty() ? "" : ",") + name;
+  log.Info("confined: spawner pid {}, capabilities {}, NoNewPrivs, seccomp filter", spawner->pid(),
+           caps);
+  return spawner;
+}
+
 }  // namespace
 
 int RunServer(const ServerArgs& args) {
@@ -51,13 +73,34 @@ int RunServer(const ServerArgs& args) {
   ::signal(SIGPIPE, SIG_IGN);
 
   Logger log = OpenLog(args);
+  // The server's own settings ([ttrpc], [security]) come from the config
+  // file; containerd's per-container options cannot change them.
+  const std::string config_path = ConfigFilePath(std::getenv(std::string(kConfigPathEnv).c_str()));
+  Result<ShimConfig> file_config = LoadConfigFile(config_path);
+  if (!file_config) log.Warn("server settings: defaults: {}", file_config.error().ToString());
+  std::unique_ptr<SpawnerClient> spawner;
+  if (file_config && file_config->security.confine) {
+    auto confined = StartConfined(log);
+    if (!confined) {
+      log.Error("{}", confined.error().ToString());
+      return 1;
+    }
+    spawner = std::move(*confined);
+  }
+
   auto loop_or = EventLoop::Create();
   if (!loop_or) {
     log.Error("{}", loop_or.error().ToString());
     return 1;
   }
   EventLoop& loop = **loop_or;
-  auto reaper_or = Reaper::Create(loop);
+  std::function<void()> stop_server;
+  auto reaper_or = spawner ? Reaper::CreateWithSpawner(loop, *spawner,
+                                                       [&](const Status& lost) {
+                                                         log.Error("{}", lost.ToString());
+                                                         if (stop_server) stop_server();
+                                                       })
+                           : Reaper::Create(loop);
   if (!reaper_or) {
     log.Error("{}", reaper_or.error().ToString());
     return 1;
@@ -72,9 +115,6 @@ int RunServer(const ServerArgs& args) {
   std::string socket_path = SocketPath(args.listen_fd);
   ttrpc::ServerOptions server_options;
   // The [ttrpc] limits of the config file (docs/ttrpc.md, "Limits").
-  Result<ShimConfig> file_config =
-      LoadConfigFile(ConfigFilePath(std::getenv(std::string(kConfigPathEnv).c_str())));
-  if (!file_config) log.Warn("ttrpc limits: defaults: {}", file_config.error().ToString());
   const TtrpcLimits limits = file_config ? file_config->ttrpc : TtrpcLimits{};
   server_options.max_connections = limits.max_connections;
   server_options.max_calls_per_connection = limits.max_calls_per_connection;
@@ -98,7 +138,7 @@ int RunServer(const ServerArgs& args) {
     });
   };
 
-  const std::string config_path = ConfigFilePath(std::getenv(std::string(kConfigPathEnv).c_str()));
+  stop_server = stop;
   SandboxService sandbox(
       ctx, pod,
       [&config_path](const std::string& bundle) {

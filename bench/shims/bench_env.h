@@ -32,6 +32,8 @@ struct Variant {
 
 struct BenchOptions {
   bool debug_log = false;  // keep the harness's debug log level
+  // hull's servers run confined (docs/security.md): every hull variant.
+  bool confine = false;
 };
 
 class BenchEnv {

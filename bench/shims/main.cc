@@ -8,7 +8,7 @@
 //               [--exec-runs N] [--start-runs N] [--alone-runs N]
 //               [--state-calls N] [--state-rounds N] [--pods N]
 //               [--grouped-pods N] [--grouped-size N] [--memory-rounds N]
-//               [--big-memory-rounds N] [--settle-ms N] [--debug-log]
+//               [--big-memory-rounds N] [--settle-ms N] [--debug-log] [--confine]
 #include <unistd.h>
 
 #include <cstdio>
@@ -33,7 +33,8 @@ constexpr char kUsage[] =
     "usage: bench_shims [--quick] [--phases memory,run,exec,start,alone] [--runs N]\n"
     "       [--exec-runs N] [--start-runs N] [--alone-runs N] [--state-calls N]\n"
     "       [--state-rounds N] [--pods N] [--grouped-pods N] [--grouped-size N]\n"
-    "       [--memory-rounds N] [--big-memory-rounds N] [--settle-ms N] [--debug-log]\n";
+    "       [--memory-rounds N] [--big-memory-rounds N] [--settle-ms N] [--debug-log]\n"
+    "       [--confine]   hull's servers run with [security] confine = true\n";
 
 struct Flags {
   PhaseOptions phases;
@@ -73,6 +74,8 @@ Result<Flags> ParseFlags(int argc, char** argv) {
                   .settle = std::chrono::milliseconds(500)};
     } else if (arg == "--debug-log") {
       f.env.debug_log = true;
+    } else if (arg == "--confine") {
+      f.env.confine = true;
     } else if (i + 1 < argc && (ints.contains(arg) || arg == "--settle-ms" || arg == "--phases")) {
       std::string value = argv[++i];
       if (arg == "--phases") {
@@ -164,12 +167,13 @@ int Main(int argc, char** argv) {
       return 1;
     }
   }
-  char load[160];
+  char load[256];
   std::snprintf(load, sizeof load,
                 "Load average (1 min): %.2f before, %.2f after; %.0f s in all. "
-                "containerd log level: %s.",
+                "containerd log level: %s. hull servers confined: %s.",
                 load_before, LoadAverage(), MillisecondsSince(started) / 1000,
-                flags->env.debug_log ? "debug (shims get -debug)" : "info");
+                flags->env.debug_log ? "debug (shims get -debug)" : "info",
+                flags->env.confine ? "yes ([security] confine = true)" : "no");
   report.Note(load);
   std::printf("%s%s", Machine().c_str(), report.Markdown().c_str());
   return 0;

@@ -135,6 +135,23 @@ Result<StartBundle> ReadStartBundle(const StartRequest& req, const ShimConfig& c
   return bundle;
 }
 
+// The children of `pid` (a confined server's spawner, docs/security.md),
+// from /proc/<pid>/task/<pid>/children; none when it cannot be read.
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  const std::string id = std::to_string(pid);
+  Result<std::string> text = ReadFile("/proc/" + id + "/task/" + id + "/children");
+  std::vector<pid_t> children;
+  if (!text) return children;
+  size_t at = 0;
+  while (at < text->size()) {
+    size_t end = text->find(' ', at);
+    if (end == std::string::npos) end = text->size();
+    if (end > at) children.push_back(static_cast<pid_t>(std::stol(text->substr(at, end - at))));
+    at = end + 1;
+  }
+  return children;
+}
+
 }  // namespace
 
 std::string SelfExecutable() {
@@ -221,13 +238,20 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
   if (!pid) return pid.error().WithContext("start: run the shim server");
   child.emplace(*pid);
 
-  if (pod && !pod->placement.shim_leaf.empty()) {
-    HULL_RETURN_IF_ERROR_CTX(Pod::PlaceServer(*pod, *pid), "start");
-  } else if (!config->shim_cgroup.empty()) {
-    HULL_RETURN_IF_ERROR_CTX(cgroups::MoveProcess(*pid, config->shim_cgroup),
-                             "start: move the shim to shim_cgroup");
-  }
-  HULL_RETURN_IF_ERROR_CTX(AdjustOomScore(*pid, ::getppid()), "start: set the shim's OOM score");
+  auto place = [&](pid_t server) -> Status {
+    if (pod && !pod->placement.shim_leaf.empty()) {
+      HULL_RETURN_IF_ERROR_CTX(Pod::PlaceServer(*pod, server), "start");
+    } else if (!config->shim_cgroup.empty()) {
+      HULL_RETURN_IF_ERROR_CTX(cgroups::MoveProcess(server, config->shim_cgroup),
+                               "start: move the shim to shim_cgroup");
+    }
+    return AdjustOomScore(server, ::getppid()).WithContext("start: set the shim's OOM score");
+  };
+  HULL_RETURN_IF_ERROR(place(*pid));
+  // A confined server forks its spawner as it starts: one forked before the
+  // move above is moved after it (one forked later inherits the new place,
+  // since a move and a fork of the same process exclude each other).
+  for (pid_t spawner : ChildrenOf(*pid)) HULL_RETURN_IF_ERROR(place(spawner));
 
   log.Info("start {}: server pid {} listening at {}", req.cmd.id, *pid, address);
   child->Release();

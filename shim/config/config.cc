@@ -74,7 +74,7 @@ bool operator==(const ShimConfig& a, const ShimConfig& b) {
          x.criu_image_path == y.criu_image_path && x.criu_work_path == y.criu_work_path &&
          a.shim_cgroup == b.shim_cgroup && a.io_uid == b.io_uid && a.io_gid == b.io_gid &&
          a.log_level == b.log_level && a.sizing == b.sizing && a.start_output == b.start_output &&
-         x.runtime_flags == y.runtime_flags && a.ttrpc == b.ttrpc;
+         x.runtime_flags == y.runtime_flags && a.ttrpc == b.ttrpc && a.security == b.security;
 }
 
 bool operator==(const TtrpcLimits& a, const TtrpcLimits& b) {

@@ -63,6 +63,15 @@ struct TtrpcLimits {
 };
 bool operator==(const TtrpcLimits& a, const TtrpcLimits& b);
 
+// The [security] section (docs/security.md). Read from the config file when
+// the server starts.
+struct SecurityOptions {
+  // Fork a privileged spawner, then drop the server's capabilities, set
+  // NoNewPrivs and install its seccomp filter.
+  bool confine = false;
+  friend bool operator==(const SecurityOptions&, const SecurityOptions&) = default;
+};
+
 struct ShimConfig {
   // What runs the containers: the `runtime` key is runtime.binary_name.
   RuntimeOptions runtime;
@@ -80,6 +89,7 @@ struct ShimConfig {
   // start_output: what `start` prints.
   StartOutputMode start_output = StartOutputMode::kAuto;
   TtrpcLimits ttrpc;
+  SecurityOptions security;
 };
 
 bool operator==(const ShimConfig& a, const ShimConfig& b);

@@ -211,6 +211,17 @@ toml::table TtrpcTable(const TtrpcLimits& limits) {
   };
 }
 
+Status ApplySecurity(const toml::table& table, std::string_view origin, SecurityOptions& security) {
+  for (auto&& [name, node] : table) {
+    std::string_view key = name.str();
+    if (key != "confine") {
+      return Invalid(origin, node, "unknown key \"security." + std::string(key) + "\"");
+    }
+    HULL_RETURN_IF_ERROR(Assign(GetBool(node, origin, key), security.confine));
+  }
+  return Status::Ok();
+}
+
 // Bounds of the [sizing] numbers: far above any real machine, low enough
 // that sums and MiB-to-byte conversions cannot overflow.
 constexpr uint32_t kMaxVcpus = 4096;
@@ -370,6 +381,7 @@ std::optional<Status> ApplySection(std::string_view name, const toml::table& tab
   if (name == "sizing") return ApplySizing(table, origin, config.sizing);
   if (name == "ttrpc") return ApplyTtrpc(table, origin, config.ttrpc);
   if (name == "vm") return ApplyVm(table, origin, config.runtime.vm);
+  if (name == "security") return ApplySecurity(table, origin, config.security);
   if (name == "runsc_config") {
     // Key by key over a lower layer's flags, like the top-level keys.
     return ApplyRuntimeFlags(table, origin, config.runtime.runtime_flags);
@@ -495,6 +507,7 @@ std::string ToToml(const ShimConfig& config) {
       {"sizing", SizingTable(config.sizing)},
       {"ttrpc", TtrpcTable(config.ttrpc)},
       {"vm", VmTable(rt.vm)},
+      {"security", toml::table{{"confine", config.security.confine}}},
   };
   toml::table flags;
   for (const auto& [key, value] : rt.runtime_flags) flags.insert(key, value);

@@ -169,9 +169,14 @@ Status Pod::JoinPodCgroup(const std::string& id, const std::string& bundle, cons
       std::optional<PodCgroupSetup> setup,
       SetUpPodCgroup("create " + id, spec.CgroupsPath(), config, size, own_cgroup, ctx_.log));
   if (!setup) return Status::Ok();
-  auto undo = [&] { LeavePodCgroup(setup->placement, ::getpid(), setup->cgroupfs).IgnoreError(); };
+  auto undo = [&] {
+    LeavePodCgroup(setup->placement, ServerProcesses(), setup->cgroupfs).IgnoreError();
+  };
   if (!setup->placement.shim_leaf.empty()) {
-    Status placed = PlaceShim(setup->placement, ::getpid(), setup->cgroupfs);
+    Status placed = Status::Ok();
+    for (pid_t pid : ServerProcesses()) {
+      if (placed.ok()) placed = PlaceShim(setup->placement, pid, setup->cgroupfs);
+    }
     if (!placed.ok()) {
       undo();
       return placed.WithContext("place the shim in the pod cgroup");
@@ -187,6 +192,12 @@ Status Pod::JoinPodCgroup(const std::string& id, const std::string& bundle, cons
   return Status::Ok();
 }
 
+std::vector<pid_t> Pod::ServerProcesses() const {
+  std::vector<pid_t> pids = {::getpid()};
+  if (const SpawnerClient* spawner = ctx_.reaper.spawner()) pids.push_back(spawner->pid());
+  return pids;
+}
+
 void Pod::Leave() {
   if (!placement_) return;
   Result<cgroups::Host> host = cgroups::DetectHost();
@@ -194,7 +205,7 @@ void Pod::Leave() {
     ctx_.log.Warn("pod cgroup {}: cannot find the cgroup2 mount to leave it", placement_->pod);
     return;
   }
-  Status left = LeavePodCgroup(*placement_, ::getpid(), host->unified->mount_point);
+  Status left = LeavePodCgroup(*placement_, ServerProcesses(), host->unified->mount_point);
   if (!left.ok()) {
     ctx_.log.Warn("pod cgroup {}: {}", placement_->pod, left.ToString());
   } else {

@@ -94,6 +94,11 @@ Status PlaceShim(const PodCgroupPlacement& placement, pid_t pid, const fs::path&
 }
 
 Status LeavePodCgroup(const PodCgroupPlacement& placement, pid_t self, const fs::path& cgroupfs) {
+  return LeavePodCgroup(placement, std::vector<pid_t>{self}, cgroupfs);
+}
+
+Status LeavePodCgroup(const PodCgroupPlacement& placement, const std::vector<pid_t>& processes,
+                      const fs::path& cgroupfs) {
   Status first = Status::Ok();
   auto keep = [&first](Status s) {
     if (first.ok() && !s.ok()) first = std::move(s);
@@ -103,7 +108,9 @@ Status LeavePodCgroup(const PodCgroupPlacement& placement, pid_t self, const fs:
     if (!origin) {
       keep(origin.error());
     } else {
-      keep(origin->AddProcess(self).WithContext("return to cgroup " + placement.origin));
+      for (pid_t pid : processes) {
+        keep(origin->AddProcess(pid).WithContext("return to cgroup " + placement.origin));
+      }
     }
   }
   keep(RemovePlacementCgroups(placement, cgroupfs));

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "cgroups/cgroups.h"
@@ -65,6 +66,10 @@ Status PlaceShim(const PodCgroupPlacement& placement, pid_t pid,
 // already gone is fine; a pod cgroup still in use (EBUSY: containers left in
 // it) is FailedPrecondition and stays.
 Status LeavePodCgroup(const PodCgroupPlacement& placement, pid_t self,
+                      const std::filesystem::path& cgroupfs);
+// Same for several processes (a confined server and its spawner,
+// docs/security.md): each goes back to `origin` before the cgroups go.
+Status LeavePodCgroup(const PodCgroupPlacement& placement, const std::vector<pid_t>& processes,
                       const std::filesystem::path& cgroupfs);
 
 // Removes the leaf and (if hull created it) the pod cgroup, moving nothing:

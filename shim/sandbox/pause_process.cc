@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/spawn.h"
+#include "base/spawner_wire.h"
 #include "base/unique_fd.h"
 
 namespace hull::shim {
@@ -77,20 +78,54 @@ void EndPause(int) {
   for (;;) ::pause();
 }
 
+Result<pid_t> ClonePause(const PausePlan& plan) {
+  // Like fork(), with the new namespaces: the caller is single-threaded.
+  long pid = ::syscall(SYS_clone, plan.clone_flags | SIGCHLD, nullptr, nullptr, nullptr, 0);
+  if (pid < 0) return ErrnoError("clone", "pause process");
+  if (pid == 0) RunPause(plan);
+  return static_cast<pid_t>(pid);
+}
+
+// A confined server's plan goes to the spawner as {clone flags, hostname}
+// and the network namespace, if any, as a descriptor.
+std::string EncodePlan(const PausePlan& plan) {
+  spawner_wire::Writer w;
+  w.I32(plan.clone_flags);
+  w.Str(plan.hostname);
+  return w.Take();
+}
+
+Result<pid_t> StartInSpawner(std::string_view payload, std::vector<UniqueFd>& fds) {
+  spawner_wire::Reader r(payload);
+  PausePlan plan;
+  constexpr int kAllowed = CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID;
+  if (!r.I32(plan.clone_flags) || !r.Str(plan.hostname) || !r.done() || fds.size() > 1 ||
+      (plan.clone_flags & ~kAllowed) != 0) {
+    return InvalidArgumentError("pause process: malformed spawner request");
+  }
+  if (!fds.empty()) plan.netns = std::move(fds[0]);
+  return ClonePause(plan);
+}
+
 class HostPauseRunner : public PauseRunner {
  public:
   explicit HostPauseRunner(Reaper& reaper) : reaper_(reaper) {}
 
   Result<pid_t> Start(const oci::Spec& spec, std::function<void(int)> on_exit) override {
     HULL_ASSIGN_OR_RETURN(PausePlan plan, PlanFor(spec));
-    // Like fork(), with the new namespaces: the server is single-threaded.
-    long pid = ::syscall(SYS_clone, plan.clone_flags | SIGCHLD, nullptr, nullptr, nullptr, 0);
-    if (pid < 0) return ErrnoError("clone", "pause process");
-    if (pid == 0) RunPause(plan);
-    reaper_.Watch(static_cast<pid_t>(pid), [on_exit = std::move(on_exit)](int wait_status) {
+    Result<pid_t> pid;
+    if (SpawnerClient* spawner = reaper_.spawner()) {
+      std::vector<int> fds;
+      if (plan.netns) fds.push_back(plan.netns.get());
+      pid = spawner->Run(kPauseSpawnerEntry, EncodePlan(plan), fds);
+    } else {
+      pid = ClonePause(plan);
+    }
+    if (!pid) return pid.error();
+    reaper_.Watch(*pid, [on_exit = std::move(on_exit)](int wait_status) {
       on_exit(ExitStatusFromWait(wait_status));
     });
-    return static_cast<pid_t>(pid);
+    return *pid;
   }
 
   void Kill(pid_t pid) override {
@@ -102,6 +137,10 @@ class HostPauseRunner : public PauseRunner {
 };
 
 }  // namespace
+
+SpawnerEntry PauseSpawnerEntry() {
+  return SpawnerEntry{.name = "pause", .run = StartInSpawner};
+}
 
 std::unique_ptr<PauseRunner> MakeHostPauseRunner(Reaper& reaper) {
   return std::make_unique<HostPauseRunner>(reaper);

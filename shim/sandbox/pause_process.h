@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "base/reaper.h"
+#include "base/spawner.h"
 #include "base/status.h"
 #include "oci/spec.h"
 
@@ -30,7 +31,13 @@ class PauseRunner {
   virtual void Kill(pid_t pid) = 0;
 };
 
-// The production runner: clone(2) of this process, reaped by `reaper`.
+// The pause process as a spawner entry (base/spawner.h): a confined server
+// has the spawner clone it. Registered at index kPauseSpawnerEntry.
+inline constexpr uint32_t kPauseSpawnerEntry = 0;
+SpawnerEntry PauseSpawnerEntry();
+
+// The production runner: clone(2) of this process (or of the reaper's
+// spawner, when it has one), reaped by `reaper`.
 std::unique_ptr<PauseRunner> MakeHostPauseRunner(Reaper& reaper);
 
 }  // namespace hull::shim

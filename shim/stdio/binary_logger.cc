@@ -62,7 +62,7 @@ Result<BinaryLogger::Started> BinaryLogger::Start(EventLoop& loop, Reaper& reape
   options.env =
       std::vector<std::string>{"CONTAINER_ID=" + container_id, "CONTAINER_NAMESPACE=" + ns};
   options.fds = {{3, out.read.get()}, {4, err.read.get()}, {5, wait.write.get()}};
-  Result<pid_t> pid = Spawn(options);
+  Result<pid_t> pid = reaper.Spawn(options);
   if (!pid) return pid.error().WithContext("start logging binary");
 
   std::unique_ptr<BinaryLogger> logger(new BinaryLogger(loop, reaper, spec, stop_grace));

@@ -136,12 +136,7 @@ void PipeIo::RuntimeStarted() {
 }
 
 void PipeIo::ReportErrors(Pump& pump, const char* stream) {
-  if (!on_output_error_) return;
-  pump.OnFirstError([this, stream](const Status& error, int err) {
-    on_output_error_(Status(error.code(), "container " + container_id_ + ": " + stream + ": " +
-                                              error.message() + " (errno " + std::to_string(err) +
-                                              "); the rest of this stream's output is discarded"));
-  });
+  pump.ReportFirstErrorTo(on_output_error_, container_id_, stream);
 }
 
 void PipeIo::CloseFinishedSinks() {

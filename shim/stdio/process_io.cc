@@ -33,7 +33,7 @@ Result<Built> Build(EventLoop& loop, Reaper& reaper, const StdioConfig& config,
   Built built;
   built.logger = outputs.logger.get();
   if (plan.terminal) {
-    HULL_ASSIGN_OR_RETURN(built.io, stdio::MakeTerminalIo(loop, std::move(stdin_fifo),
+    HULL_ASSIGN_OR_RETURN(built.io, stdio::MakeTerminalIo(loop, context, std::move(stdin_fifo),
                                                           std::move(outputs), std::move(console)));
   } else {
     HULL_ASSIGN_OR_RETURN(

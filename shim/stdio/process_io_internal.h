@@ -20,8 +20,10 @@ namespace hull::shim::stdio {
 Result<std::unique_ptr<ProcessIo>> MakePipeIo(EventLoop& loop, const StdioContext& context,
                                               StdinFifo stdin_fifo, Outputs outputs);
 
-Result<std::unique_ptr<ProcessIo>> MakeTerminalIo(EventLoop& loop, StdinFifo stdin_fifo,
-                                                  Outputs outputs,
+// A failing output sink is reported through context.on_output_error, as for
+// pipes (stream "terminal").
+Result<std::unique_ptr<ProcessIo>> MakeTerminalIo(EventLoop& loop, const StdioContext& context,
+                                                  StdinFifo stdin_fifo, Outputs outputs,
                                                   std::unique_ptr<ConsoleSocket> console);
 
 }  // namespace hull::shim::stdio

@@ -110,6 +110,16 @@ void Pump::Flush() {
   MaybeDone();
 }
 
+void Pump::ReportFirstErrorTo(const std::function<void(const Status&)>& on_error,
+                              const std::string& container_id, const char* stream) {
+  if (!on_error) return;
+  OnFirstError([on_error, container_id, stream](const Status& error, int err) {
+    on_error(Status(error.code(), "container " + container_id + ": " + stream + ": " +
+                                      error.message() + " (errno " + std::to_string(err) +
+                                      "); the rest of this stream's output is discarded"));
+  });
+}
+
 void Pump::RecordError(Status status, int err) {
   if (!error_.ok()) return;
   error_ = std::move(status);

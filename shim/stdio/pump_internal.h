@@ -50,6 +50,12 @@ class Pump {
     on_first_error_ = std::move(cb);
   }
 
+  // OnFirstError for a container's stream: `on_error` gets "container <id>:
+  // <stream>: <error> (errno N); the rest ... is discarded". No-op when
+  // `on_error` is empty. Shared by the pipe and terminal cases.
+  void ReportFirstErrorTo(const std::function<void(const Status&)>& on_error,
+                          const std::string& container_id, const char* stream);
+
   size_t buffered() const { return pending_.size() - pending_offset_; }
 
  private:

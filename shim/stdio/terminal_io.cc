@@ -19,9 +19,11 @@ namespace {
 
 class TerminalIo final : public ProcessIo {
  public:
-  TerminalIo(EventLoop& loop, StdinFifo stdin_fifo, Outputs outputs,
+  TerminalIo(EventLoop& loop, const StdioContext& context, StdinFifo stdin_fifo, Outputs outputs,
              std::unique_ptr<ConsoleSocket> console)
       : loop_(loop),
+        container_id_(context.container_id),
+        on_output_error_(context.on_output_error),
         outputs_(std::move(outputs)),
         stdin_(std::move(stdin_fifo)),
         console_(std::move(console)),
@@ -87,6 +89,8 @@ class TerminalIo final : public ProcessIo {
   // Member order is destruction order reversed: pumps go before the
   // descriptors they borrow, sinks before the logger that reads them.
   EventLoop& loop_;
+  const std::string container_id_;
+  const std::function<void(const Status&)> on_output_error_;
   Outputs outputs_;
   StdinFifo stdin_;
   std::unique_ptr<ConsoleSocket> console_;
@@ -113,6 +117,9 @@ void TerminalIo::OnMaster(Result<UniqueFd> master) {
   if (size_) (void)::ioctl(master_.get(), TIOCSWINSZ, &*size_);
   out_pump_ = Pump::Start(loop_, "console output", master_.get(), outputs_.out_fd(),
                           [this](Status) { ShutDownConsole(); });
+  // A failing sink (ENOSPC under a file:// log) is logged; the pump keeps
+  // draining the master, so the process never blocks on the pty.
+  out_pump_->ReportFirstErrorTo(on_output_error_, container_id_, "terminal");
   if (stdin_.read) {
     in_pump_ = Pump::Start(loop_, "console input", stdin_.read.get(), master_.get(),
                            [this](Status) { OnStdinDone(); });
@@ -136,8 +143,8 @@ void TerminalIo::ShutDownConsole() {
 
 }  // namespace
 
-Result<std::unique_ptr<ProcessIo>> MakeTerminalIo(EventLoop& loop, StdinFifo stdin_fifo,
-                                                  Outputs outputs,
+Result<std::unique_ptr<ProcessIo>> MakeTerminalIo(EventLoop& loop, const StdioContext& context,
+                                                  StdinFifo stdin_fifo, Outputs outputs,
                                                   std::unique_ptr<ConsoleSocket> console) {
   // A terminal has no stderr: a logging binary sees EOF on fd 4 at once.
   outputs.err.reset();
@@ -150,7 +157,7 @@ Result<std::unique_ptr<ProcessIo>> MakeTerminalIo(EventLoop& loop, StdinFifo std
   // nonblocking.
   HULL_RETURN_IF_ERROR(SetNonBlocking(outputs.out.get()));
   return std::unique_ptr<ProcessIo>(std::make_unique<TerminalIo>(
-      loop, std::move(stdin_fifo), std::move(outputs), std::move(console)));
+      loop, context, std::move(stdin_fifo), std::move(outputs), std::move(console)));
 }
 
 }  // namespace hull::shim::stdio

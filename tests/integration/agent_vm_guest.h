@@ -29,6 +29,7 @@
 #include "base/spawn.h"
 #include "base/status.h"
 #include "hull/agent/v1/agent.pb.h"
+#include "tests/integration/guest_image.h"
 #include "ttrpc/client.h"
 
 namespace hull::itest {
@@ -54,48 +55,10 @@ struct GuestImage {
 
 // Builds (or finds cached) the guest image; nullopt and `why` on failure.
 inline std::optional<GuestImage> BuildImage(std::string* why) {
-  if (::geteuid() != 0) {
-    *why = "needs root (QEMU's 9p and the image tool)";
-    return std::nullopt;
-  }
-  if (::access("/usr/bin/qemu-system-x86_64", X_OK) != 0) {
-    *why = "no /usr/bin/qemu-system-x86_64 (apt-get install qemu-system-x86)";
-    return std::nullopt;
-  }
-  const std::string out = std::string(HULL_BINARY_DIR) + "/guest-image";
-  const std::string log = std::string(HULL_BINARY_DIR) + "/guest-image.log";
-  UniqueFd log_fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  Result<pid_t> pid = Spawn(SpawnOptions{
-      .argv = {std::string(HULL_SOURCE_DIR) + "/tools/guest-image", "--out", out, "--agent",
-               HULL_AGENT_BINARY},
-      .fds = {{1, log_fd.get()}, {2, log_fd.get()}},
-      .parent_death_signal = SIGKILL,
-  });
-  if (!pid) {
-    *why = "tools/guest-image: " + pid.error().ToString();
-    return std::nullopt;
-  }
-  int status = 0;
-  while (::waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    Result<std::string> text = ReadFile(log);
-    *why = "tools/guest-image failed: " + (text ? *text : std::string("(no log)"));
-    return std::nullopt;
-  }
-  Result<std::string> env = ReadFile(out + "/image.env");
-  if (!env) {
-    *why = "no image.env: " + env.error().ToString();
-    return std::nullopt;
-  }
-  std::map<std::string, std::string> vars;
-  std::istringstream in(*env);
-  for (std::string line; std::getline(in, line);) {
-    size_t eq = line.find('=');
-    if (eq != std::string::npos) vars[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return GuestImage{vars["HULL_GUEST_KERNEL"], vars["HULL_GUEST_INITRAMFS"],
-                    vars["HULL_GUEST_KERNEL_RELEASE"]};
+  std::optional<std::map<std::string, std::string>> vars = BuildGuestImage(why);
+  if (!vars) return std::nullopt;
+  return GuestImage{(*vars)["HULL_GUEST_KERNEL"], (*vars)["HULL_GUEST_INITRAMFS"],
+                    (*vars)["HULL_GUEST_KERNEL_RELEASE"]};
 }
 
 // The host's TSC rate in kHz: microvm has no timer to calibrate it against

@@ -153,11 +153,16 @@ class CriTest : public ::testing::Test {
     return containerd_->state() + "/io.containerd.runtime.v2.task/k8s.io/" + id;
   }
 
-  // hull shim processes serving this containerd.
+  // hull shim processes serving this containerd (not a confined server's
+  // spawner, which has the same command line: docs/security.md).
   std::vector<pid_t> HullShims() const {
     std::vector<pid_t> shims;
     for (pid_t pid : ProcessesMatching(containerd_->address())) {
-      if (Cmdline(pid).find("containerd-shim-hull-v2") != std::string::npos) shims.push_back(pid);
+      if (Cmdline(pid).find("containerd-shim-hull-v2") == std::string::npos) continue;
+      std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+      std::string name;
+      comm >> name;
+      if (name != "hull-spawner") shims.push_back(pid);
     }
     return shims;
   }
@@ -314,7 +319,7 @@ TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
       if (Cmdline(p).find(pod) != std::string::npos) sandboxes.push_back(p);
     }
     ASSERT_EQ(sandboxes.size(), 1u);
-    EXPECT_EQ(ParentPid(sandboxes[0]), shims[0]);
+    EXPECT_EQ(ParentShim(sandboxes[0]), shims[0]);
     CommandResult list = RunCommand({"runsc", "--root", RunscRoot() + "/k8s.io", "list"});
     ASSERT_TRUE(list.ok()) << list.Describe();
     for (const std::string& id : {pod, c1, c2}) {
@@ -324,7 +329,7 @@ TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
     for (const std::string& id : {pod, c1, c2}) {
       pid_t pid = TaskPid(id);
       ASSERT_GT(pid, 0) << id;
-      EXPECT_EQ(ParentPid(pid), shims[0]) << "task " << id << " is not the pod shim's child";
+      EXPECT_EQ(ParentShim(pid), shims[0]) << "task " << id << " is not the pod shim's child";
     }
   }
 
@@ -408,14 +413,24 @@ TEST_F(CriTest, SharedPidPodWithWorkersStopsPromptly) {
   ASSERT_TRUE(WaitUntil([&] { return procs().size() == 4; }, 20s)) << procs().size();
   const std::vector<pid_t> app_pids = procs();
 
-  const auto before = std::chrono::steady_clock::now();
-  CriReply stop = cri_->Call("StopPodSandbox", {{"pod_sandbox_id", pod}});
-  const auto stop_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::steady_clock::now() - before)
-                           .count();
+  // Each call runs a python3 client, which alone takes seconds in the TCG
+  // guest: a Version call just before measures that cost, so the bound below
+  // is on what the stop itself took.
+  auto timed = [&](std::string_view method, const json& request, CriReply* reply) {
+    const auto before = std::chrono::steady_clock::now();
+    *reply = cri_->Call(method, request);
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 before)
+        .count();
+  };
+  CriReply version;
+  const auto client_ms = timed("Version", json::object(), &version);
+  ASSERT_TRUE(version.ok) << version.error;
+  CriReply stop;
+  const auto stop_ms = timed("StopPodSandbox", {{"pod_sandbox_id", pod}}, &stop);
   ASSERT_TRUE(stop.ok) << stop.error << "\n" << containerd_->LogTail();
   std::cout << "[ measured ] StopPodSandbox of a shared-pid pod with workers: " << stop_ms
-            << " ms\n";
+            << " ms (a Version call: " << client_ms << " ms)\n";
   for (pid_t pid : app_pids) {
     EXPECT_TRUE(!fs::exists("/proc/" + std::to_string(pid)) ||
                 ReadText("/proc/" + std::to_string(pid) + "/stat").find(") Z") != std::string::npos)
@@ -424,7 +439,7 @@ TEST_F(CriTest, SharedPidPodWithWorkersStopsPromptly) {
   // A bound for correctness, not a performance assertion: a stop that waited
   // for the workers' pipes takes over 10 s (hull's drain timeout; 11.4 s
   // measured before the fix, 0.3 s after, on a loaded 2-core machine).
-  EXPECT_LT(stop_ms, 5000);
+  EXPECT_LT(stop_ms - client_ms, 5000) << "the client alone took " << client_ms << " ms";
   CriReply remove = cri_->Call("RemovePodSandbox", {{"pod_sandbox_id", pod}});
   ASSERT_TRUE(remove.ok) << remove.error;
   EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 20s));

@@ -6,9 +6,11 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -76,7 +78,7 @@ class ShimDirectTest : public ::testing::Test {
     std::string bundle = dir_ + "/" + id;
     fs::create_directories(bundle + "/rootfs/bin");
     fs::copy_file("/bin/busybox", bundle + "/rootfs/bin/busybox");
-    for (const char* applet : {"sh", "sleep", "true", "echo"}) {
+    for (const char* applet : {"sh", "sleep", "true", "echo", "head"}) {
       fs::create_symlink("busybox", bundle + "/rootfs/bin/" + applet);
     }
     CommandResult spec = RunCommand({"sh", "-c", "cd " + bundle + " && runc spec"});
@@ -348,6 +350,83 @@ TEST_F(ShimDirectTest, ShortLivedInitExitsAfterItsStartEvent) {
   EXPECT_EQ(Topics(), expected);
   tv2::DeleteRequest del;
   del.set_id("quick");
+  ASSERT_TRUE(Call<tv2::DeleteResponse>("Delete", del).has_value());
+  EXPECT_TRUE(Call<Empty>("Shutdown", tv2::ShutdownRequest()).has_value());
+}
+
+// The terminal's case of a failing log sink (the pipe case is in
+// shim_reliability_test): a 64 KiB tmpfs under a file:// stdout fills, the
+// shim logs the container, the stream and the errno once, and keeps draining
+// the pty, so the process is never blocked. Direct, since ctr cannot ask
+// for a terminal with a log URI.
+TEST_F(ShimDirectTest, TerminalOutputToAFullLogDiskIsReportedAndTheContainerRunsOn) {
+  std::string mnt = dir_ + "/tinylog";
+  fs::create_directories(mnt);
+  ASSERT_EQ(::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=64k"), 0) << std::strerror(errno);
+  struct Unmount {
+    std::string path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+
+  // 1 MiB onto the terminal, then the init becomes `sleep`: its comm says
+  // it got past the full disk.
+  std::string bundle =
+      MakeBundle("tty", {"sh", "-c", "head -c 1048576 /dev/zero; exec sleep 1000"});
+  {
+    std::ifstream in(bundle + "/config.json");
+    std::string json((std::istreambuf_iterator<char>(in)), {});
+    json.replace(json.find("\"terminal\": false"), 17, "\"terminal\": true");
+    std::ofstream(bundle + "/config.json") << json;
+  }
+  StartShim("tty", bundle);
+  tv2::CreateTaskRequest create = CreateRequest("tty", bundle);
+  create.set_terminal(true);
+  create.set_stdout("file://" + mnt + "/c.log");
+  auto created = Call<tv2::CreateTaskResponse>("Create", create);
+  ASSERT_TRUE(created.has_value()) << created.error().ToString();
+  tv2::StartRequest start;
+  start.set_id("tty");
+  ASSERT_TRUE(Call<tv2::StartResponse>("Start", start).has_value());
+
+  std::string log;
+  auto read_log = [&] {
+    char buf[4096];
+    for (ssize_t n; (n = ::read(log_reader_.get(), buf, sizeof buf)) > 0;) log.append(buf, n);
+  };
+  // The loop wakes for its own events only: look every 100 ms.
+  auto poll_until = [&](const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (!loop_->RunUntil(done, 100ms)) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(poll_until([&] {
+    read_log();
+    return log.find("container tty: terminal:") != std::string::npos &&
+           log.find("errno " + std::to_string(ENOSPC)) != std::string::npos;
+  })) << log;
+  const std::string comm = "/proc/" + std::to_string(created->pid()) + "/comm";
+  EXPECT_TRUE(poll_until([&] {
+    std::ifstream in(comm);
+    std::string name;
+    in >> name;
+    return name == "sleep";
+  }));
+  read_log();
+  // Once per stream, not once per write.
+  size_t first = log.find("container tty: terminal:");
+  EXPECT_EQ(log.find("container tty: terminal:", first + 1), std::string::npos) << log;
+
+  tv2::KillRequest kill;
+  kill.set_id("tty");
+  kill.set_signal(SIGKILL);
+  ASSERT_TRUE(Call<Empty>("Kill", kill).has_value());
+  tv2::WaitRequest wait;
+  wait.set_id("tty");
+  ASSERT_TRUE(Call<tv2::WaitResponse>("Wait", wait).has_value());
+  tv2::DeleteRequest del;
+  del.set_id("tty");
   ASSERT_TRUE(Call<tv2::DeleteResponse>("Delete", del).has_value());
   EXPECT_TRUE(Call<Empty>("Shutdown", tv2::ShutdownRequest()).has_value());
 }

@@ -16,6 +16,7 @@
 
 #include "base/file_util.h"
 #include "base/spawn.h"
+#include "tests/integration/guest_image.h"
 #include "tests/integration/shim_ctr_fixture.h"
 
 namespace hull::itest {
@@ -24,38 +25,6 @@ namespace {
 // Boots take 1.3 s idle and 5-15 s on the loaded 2-core CI machine.
 constexpr auto kVmTimeout = 180s;
 constexpr char kRunRoot[] = "/run/hull/vm";
-
-// tools/guest-image's image.env; empty with `why` set when it fails.
-std::map<std::string, std::string> BuildGuestImage(std::string* why) {
-  const std::string out = std::string(HULL_BINARY_DIR) + "/guest-image";
-  const std::string log = std::string(HULL_BINARY_DIR) + "/guest-image.log";
-  UniqueFd log_fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  Result<pid_t> pid = Spawn(SpawnOptions{
-      .argv = {std::string(HULL_SOURCE_DIR) + "/tools/guest-image", "--out", out, "--agent",
-               HULL_AGENT_BINARY},
-      .fds = {{1, log_fd.get()}, {2, log_fd.get()}},
-      .parent_death_signal = SIGKILL,
-  });
-  if (!pid) {
-    *why = "tools/guest-image: " + pid.error().ToString();
-    return {};
-  }
-  int status = 0;
-  while (::waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    *why = "tools/guest-image failed: " + ReadFile(log).value_or("(no log)");
-    return {};
-  }
-  std::map<std::string, std::string> vars;
-  std::istringstream in(ReadFile(out + "/image.env").value_or(""));
-  for (std::string line; std::getline(in, line);) {
-    size_t eq = line.find('=');
-    if (eq != std::string::npos) vars[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  if (vars["HULL_GUEST_KERNEL_RELEASE"].empty()) *why = "image.env names no kernel release";
-  return vars;
-}
 
 std::string HostRelease() {
   std::ifstream in("/proc/sys/kernel/osrelease");
@@ -67,13 +36,10 @@ std::string HostRelease() {
 class VmBackendTest : public HullCtrTest {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root";
-    if (::access("/usr/bin/qemu-system-x86_64", X_OK) != 0) {
-      GTEST_SKIP() << "no qemu-system-x86_64 (apt-get install qemu-system-x86)";
-    }
     std::string why;
-    image_ = BuildGuestImage(&why);
-    if (!why.empty()) GTEST_SKIP() << why;
+    std::optional<std::map<std::string, std::string>> image = BuildGuestImage(&why);
+    if (!image) GTEST_SKIP() << why;
+    image_ = std::move(*image);
     HullCtrTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     // The `hull-vm` runtime config: the backend's defaults find the image.

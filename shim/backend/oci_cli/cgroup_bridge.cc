@@ -1,6 +1,10 @@
 #include "shim/backend/oci_cli/cgroup_bridge.h"
 
-#include "cgroups/cgroups.h"
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
 #include "google/protobuf/any.pb.h"
 
 namespace hull::shim::oci_cli {
@@ -17,6 +21,20 @@ Result<EventHandle> WatchContainerOom(EventLoop& loop, pid_t init_pid,
 Result<OomCounter> ContainerOomCounter(pid_t init_pid) {
   HULL_ASSIGN_OR_RETURN(cgroups::Manager cgroup, cgroups::Manager::ForPid(init_pid));
   return OomCounter([cgroup = std::move(cgroup)] { return cgroup.OomKillCount(); });
+}
+
+Result<cgroups::Manager> ContainerCgroup(pid_t init_pid) {
+  HULL_ASSIGN_OR_RETURN(cgroups::Manager cgroup, cgroups::Manager::ForPid(init_pid));
+  HULL_ASSIGN_OR_RETURN(std::filesystem::path dir, cgroup.ProcessesDir());
+  auto own = cgroups::Manager::ForPid(::getpid());
+  if (own) {
+    auto own_dir = own->ProcessesDir();
+    if (own_dir && *own_dir == dir) {
+      return FailedPreconditionError("process " + std::to_string(init_pid) +
+                                     " is in the shim's own cgroup " + dir.string());
+    }
+  }
+  return cgroup;
 }
 
 }  // namespace hull::shim::oci_cli

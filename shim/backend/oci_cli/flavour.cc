@@ -94,6 +94,7 @@ constexpr Flavour kRunsc{
     .stats_from_events = true,
     .sandbox_deletes_last = true,
     .sandbox_process = true,
+    .no_container_cgroup = true,
     .no_update =
         "runsc has no update command: a gVisor sandbox's resources are fixed "
         "when it is created",

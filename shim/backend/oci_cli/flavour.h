@@ -69,6 +69,11 @@ struct Flavour {
   // hull-pause as its PID 1 (oci_cli_sandbox.cc). False: hull's own pause
   // process holds the pod's namespaces.
   bool sandbox_process = false;
+  // The container has no host cgroup of its own (its processes run inside
+  // the sandbox; the host cgroup, if any, is the sandbox's): kill --all's
+  // wait for the container to empty asks `<runtime> ps` instead of reading
+  // the cgroup.
+  bool no_container_cgroup = false;
   // Non-empty: the runtime cannot do this here, and the call is answered
   // Unimplemented with this reason instead of running the runtime.
   std::string_view no_update;

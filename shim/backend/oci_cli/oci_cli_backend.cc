@@ -64,7 +64,8 @@ OciCliBackend::~OciCliBackend() {
     KillWait wait = std::move(kill_waits_.begin()->second);
     kill_waits_.erase(kill_waits_.begin());
     wait.timer.Reset();
-    wait.done(Status());  // the kill was sent; nobody is left to poll
+    wait.cgroup_op.Reset();
+    wait.done(Status());  // the kill was sent; nobody is left to wait
   }
   while (!calls_.empty()) {
     Running running = std::move(calls_.begin()->second);
@@ -303,11 +304,37 @@ void OciCliBackend::Kill(const std::string& id, int signal, bool all, Done done)
           s = NotFoundError("process already finished (" + s.message() + ")");
         }
         if (!s.ok() || !wait_gone || destroying_) return done(std::move(s));
-        WaitUntilEmpty(id, loop_.Now() + kKillAllWait, std::move(done));
+        WaitUntilEmpty(id, std::move(done));
       });
 }
 
-void OciCliBackend::WaitUntilEmpty(const std::string& id, EventLoop::Clock::time_point deadline,
+void OciCliBackend::WaitUntilEmpty(const std::string& id, Done done) {
+  const EventLoop::Clock::time_point deadline = loop_.Now() + kKillAllWait;
+  auto it = containers_.find(id);
+  if (it == containers_.end() || !it->second.cgroup) {
+    return PollUntilEmpty(id, deadline, std::move(done));
+  }
+  const uint64_t key = next_call_++;
+  auto op =
+      it->second.cgroup->WaitEmptyAsync(loop_, kKillAllWait, [this, key, id, deadline](Status s) {
+        auto wait = kill_waits_.find(key);
+        if (wait == kill_waits_.end()) return;
+        Done next = std::move(wait->second.done);
+        kill_waits_.erase(wait);  // drops the op: fine inside its own `done`
+        // Emptied, or still not at the deadline: either way the kill is
+        // done. A cgroup that could not be read asks the runtime instead.
+        if (!s.ok() && s.code() != Code::kDeadlineExceeded) {
+          return PollUntilEmpty(id, deadline, std::move(next));
+        }
+        next(Status());
+      });
+  if (!op) return PollUntilEmpty(id, deadline, std::move(done));
+  KillWait& wait = kill_waits_[key];
+  wait.cgroup_op = std::move(*op);
+  wait.done = std::move(done);
+}
+
+void OciCliBackend::PollUntilEmpty(const std::string& id, EventLoop::Clock::time_point deadline,
                                    Done done) {
   Ps(id, [this, id, deadline, done = std::move(done)](Result<std::vector<pid_t>> pids) mutable {
     // Best effort: a runtime that cannot list them, or processes that take
@@ -316,14 +343,14 @@ void OciCliBackend::WaitUntilEmpty(const std::string& id, EventLoop::Clock::time
     const uint64_t key = next_call_++;
     KillWait& wait = kill_waits_[key];
     wait.done = std::move(done);
-    wait.timer = loop_.AddTimer(kKillAllPoll, [this, key, id, deadline] {
+    wait.timer = loop_.AddTimer(kKillAllPsPoll, [this, key, id, deadline] {
       auto it = kill_waits_.find(key);
       if (it == kill_waits_.end()) return;
       Done next = std::move(it->second.done);
       // Dropping a timer's handle in its own callback is safe (the loop
       // frees it after the callback returns).
       kill_waits_.erase(it);
-      WaitUntilEmpty(id, deadline, std::move(next));
+      PollUntilEmpty(id, deadline, std::move(next));
     });
   });
 }

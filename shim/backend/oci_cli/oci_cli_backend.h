@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/command.h"
+#include "cgroups/cgroups.h"
 #include "shim/backend/backend.h"
 #include "shim/backend/oci_cli/argv.h"
 #include "shim/backend/oci_cli/runtime_error.h"
@@ -53,9 +54,10 @@ class OciCliBackend final : public Backend {
   void Start(const std::string& id, Done done) override;
   void Exec(const ExecRequest& req, Done done) override;
   // NotFound "process already finished" when the init has exited. SIGKILL
-  // to `all` answers once the runtime lists no process left in the
-  // container (`ps`, polled for at most kKillAllWait): a signal sent is not
-  // a process gone, and callers report the container empty after it.
+  // to `all` answers once no process is left in the container (its cgroup,
+  // else `<runtime> ps`; see WaitUntilEmpty), or after kKillAllWait: a
+  // signal sent is not a process gone, and callers report the container
+  // empty after it.
   void Kill(const std::string& id, int signal, bool all, Done done) override;
   void Delete(const std::string& id, bool force, Done done) override;
   void Pause(const std::string& id, Done done) override;
@@ -91,6 +93,10 @@ class OciCliBackend final : public Backend {
     ArgvBuilder argv;  // logs to the container's bundle
     // The container's cgroup OOM-kill counter, found by WatchOom.
     std::function<Result<uint64_t>()> oom_counter;
+    // The container's own cgroup, found from the init's pid when its exit
+    // is watched (at Create, or at Start for a restore), while it lives:
+    // kill --all watches it empty after the init is gone.
+    std::optional<cgroups::Manager> cgroup;
     // What Create leaves for Start (see Hold).
     std::shared_ptr<PendingStart> pending_start;
     // runsc: the container joined a sandbox; its exit comes from `runsc
@@ -141,11 +147,30 @@ class OciCliBackend final : public Backend {
   void RunWait(const std::string& id, std::function<void(int)> on_exit);
   void EventsStats(const std::string& id, std::function<void(Result<google::protobuf::Any>)> done);
 
-  static constexpr std::chrono::milliseconds kKillAllWait{2000};
-  static constexpr std::chrono::milliseconds kKillAllPoll{10};
-  void WaitUntilEmpty(const std::string& id, EventLoop::Clock::time_point deadline, Done done);
+  // After `kill --all` with SIGKILL: answers `done(OK)` once no process is
+  // left in container `id`, or after kKillAllWait. Best effort: a wait that
+  // cannot be made answers OK (the kill was sent). The cgroup the
+  // container's init was found in is watched (cgroups::Manager::
+  // WaitEmptyAsync: cgroup.events on v2, cgroup.procs re-read on v1), with
+  // no process spawned; `<runtime> ps` is polled, every kKillAllPsPoll, only
+  // where there is no such cgroup (runsc, or one never found) or it cannot
+  // be read.
+  //
+  // The deadline: SIGKILL cannot be caught or ignored, so what is left dies
+  // as soon as the kernel runs it; it stays only while it cannot run (in
+  // uninterruptible sleep on a hung NFS or FUSE mount, or in a frozen v1
+  // cgroup). The exit is then published all the same rather than held, and
+  // Delete's stdio drain (10 s) deals with what holds the output. 10 s, not
+  // less: under load (a TCG guest runs everything ten times slower) dying
+  // processes may take seconds to be scheduled, and an exit reported while
+  // they live costs that same 10 s drain.
+  static constexpr std::chrono::milliseconds kKillAllWait{10000};
+  static constexpr std::chrono::milliseconds kKillAllPsPoll{50};
+  void WaitUntilEmpty(const std::string& id, Done done);
+  void PollUntilEmpty(const std::string& id, EventLoop::Clock::time_point deadline, Done done);
   struct KillWait {
-    EventHandle timer;
+    EventHandle timer;           // the next `ps`
+    cgroups::AsyncOp cgroup_op;  // or the cgroup's wait
     Done done;
   };
   // Create in steps: learn the newest spec version the runtime takes (once
@@ -177,7 +202,7 @@ class OciCliBackend final : public Backend {
   UniqueFd dev_null_;  // stdio of container processes given no descriptor
   uint64_t next_call_ = 0;
   std::map<uint64_t, Running> calls_;
-  std::map<uint64_t, KillWait> kill_waits_;  // WaitUntilEmpty's polls
+  std::map<uint64_t, KillWait> kill_waits_;  // WaitUntilEmpty's waits
   std::map<std::string, Entry> containers_;
   std::optional<Status> can_checkpoint_;  // result of the runtime probe
   // The newest runtime-spec version the runtime takes, once probed; ""

@@ -99,6 +99,13 @@ void OciCliBackend::EventsStats(const std::string& id,
 void OciCliBackend::WatchInitExit(const std::string& id, pid_t pid,
                                   std::function<void(int exit_status)> on_exit) {
   auto it = containers_.find(id);
+  // The init is alive now (created, or just restored): its cgroup is the
+  // container's, kept for kill --all's wait (WaitUntilEmpty) once it is
+  // gone. Without one, that wait asks the runtime.
+  if (it != containers_.end() && !argv_.flavour().no_container_cgroup) {
+    auto cgroup = ContainerCgroup(pid);
+    if (cgroup) it->second.cgroup = std::move(*cgroup);
+  }
   if (it == containers_.end() || !it->second.joined) {
     reaper_.Watch(pid, [on_exit = std::move(on_exit)](int wait_status) {
       on_exit(ExitStatusFromWait(wait_status));

@@ -132,7 +132,7 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
   if (!log.valid()) return FailBoot(boot, ErrnoError("open", run_dir_ + "/qemu.log"));
   std::vector<std::string> argv =
       QemuArgv(*assets, options_.vm, boot->vcpus, boot->memory_mib, paths, HostTscKhz());
-  Result<pid_t> pid = Spawn(SpawnOptions{
+  Result<pid_t> pid = reaper_.Spawn(SpawnOptions{
       .argv = argv, .fds = {{1, log.get()}, {2, log.get()}}, .parent_death_signal = SIGKILL});
   if (!pid) return FailBoot(boot, pid.error().WithContext("start " + assets->qemu));
   qemu_pid_ = *pid;

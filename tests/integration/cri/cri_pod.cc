@@ -58,6 +58,14 @@ pid_t ParentPid(pid_t pid) {
   return ppid;
 }
 
+pid_t ParentShim(pid_t pid) {
+  pid_t parent = ParentPid(pid);
+  if (ReadText("/proc/" + std::to_string(parent) + "/comm") == "hull-spawner\n") {
+    return ParentPid(parent);
+  }
+  return parent;
+}
+
 std::vector<std::string> CgroupHierarchies() {
   std::vector<std::string> roots;
   std::error_code ec;

@@ -24,6 +24,10 @@ std::string ReadText(const std::string& path);
 std::string Cmdline(pid_t pid);
 // From /proc/<pid>/stat; -1 when the process is gone.
 pid_t ParentPid(pid_t pid);
+// The shim that started `pid`'s lineage: its parent, or, for a confined
+// server (docs/security.md), its parent's parent when the parent is the
+// server's hull-spawner.
+pid_t ParentShim(pid_t pid);
 
 // The v1 cgroup hierarchies (cgroup v1 hybrid host), or the unified one.
 std::vector<std::string> CgroupHierarchies();

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -129,6 +130,16 @@ bool PrivateContainerd::Launch(std::string* error) {
                                .extra_env = {"PATH=" + env_path},
                                .pipe_stdin = false,
                                .output_fd = log.get()};
+  std::string server_config = options_.hull_server_config;
+  const char* confine = std::getenv("HULL_TEST_CONFINE");
+  if (server_config.empty() && confine != nullptr && std::string_view(confine) == "1") {
+    server_config = "[security]\nconfine = true\n";
+  }
+  if (!server_config.empty()) {
+    const std::string hull_config = dir_ + "/hull-server.toml";
+    std::ofstream(hull_config) << server_config;
+    spawn.extra_env.push_back("HULL_CONFIG=" + hull_config);
+  }
   if (!internal::Spawn(spawn, &daemon_, error)) return false;
 
   // Ready when the socket answers; give up early if the daemon dies.

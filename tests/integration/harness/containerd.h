@@ -52,6 +52,12 @@ struct ContainerdOptions {
   // ([plugins."io.containerd.grpc.v1.cri".containerd.runtimes.X]); on 2.x
   // they are moved to plugins."io.containerd.cri.v1.runtime".
   std::string containerd_dir;
+  // Non-empty: written to <dir>/hull-server.toml, which containerd's
+  // environment names as HULL_CONFIG, so hull's servers read it at start
+  // (the [ttrpc] and [security] sections). Left empty, and with
+  // HULL_TEST_CONFINE=1 in the test's environment, it is
+  // "[security] confine = true": any suite runs with confined servers.
+  std::string hull_server_config;
   // How long Start/Restart wait for the daemon to answer.
   std::chrono::milliseconds start_timeout = std::chrono::seconds(30);
 };

@@ -1,7 +1,9 @@
 // The readers against this host's real cgroups. The metrics test needs only
 // a v1 cpuacct and memory hierarchy; the OOM test needs root and a writable
 // v1 memory hierarchy, and skips (saying why) otherwise. It creates one
-// memory cgroup below the test's own and removes it again.
+// memory cgroup below the test's own and removes it again. The emptying
+// test (root; v1, hybrid or unified) does the same where WaitEmptyAsync
+// looks.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -14,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "base/event_loop.h"
@@ -150,6 +153,69 @@ TEST(RealHostTest, V1OomWatchSeesAKill) {
   EXPECT_GT(*after, *before);
   EXPECT_EQ(fired, 1);
   watch->Reset();
+}
+
+// What kill --all waits on: a child and its own child in a cgroup, killed;
+// the wait ends while the child is still an unreaped zombie (the kernel
+// lists no exited process in cgroup.procs, and v2's populated drops).
+TEST(RealHostTest, WaitEmptyAsyncEndsWhenTheLastProcessDies) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a cgroup";
+  auto self = Manager::ForPid(::getpid());
+  if (!self) GTEST_SKIP() << "no cgroup filesystem: " << self.error().ToString();
+  auto own = self->ProcessesDir();
+  if (!own) GTEST_SKIP() << "no cgroup to watch: " << own.error().ToString();
+  std::filesystem::path path = *own / ("hull-wait-test-" + std::to_string(::getpid()));
+  if (::mkdir(path.c_str(), 0755) != 0) {
+    GTEST_SKIP() << "cannot create " << path << ": " << std::strerror(errno);
+  }
+  TempMemoryCgroup cgroup(path);
+
+  auto go = MakePipe();
+  auto told = MakePipe();
+  ASSERT_TRUE(go.has_value() && told.has_value());
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Once moved, forks a grandchild (in the cgroup too) and says its pid.
+    char byte;
+    if (::read(go->read.get(), &byte, 1) != 1) ::_exit(2);
+    pid_t grandchild = ::fork();
+    if (grandchild == 0) {
+      ::pause();
+      ::_exit(0);
+    }
+    if (::write(told->write.get(), &grandchild, sizeof grandchild) != sizeof grandchild) ::_exit(3);
+    ::pause();
+    ::_exit(0);
+  }
+  cgroup.set_child(child);
+  ASSERT_TRUE(WriteFile(path / "cgroup.procs", std::to_string(child)).ok());
+  ASSERT_EQ(::write(go->write.get(), "x", 1), 1);
+  pid_t grandchild = 0;
+  ASSERT_EQ(::read(told->read.get(), &grandchild, sizeof grandchild),
+            static_cast<ssize_t>(sizeof grandchild));
+
+  auto manager = Manager::ForPid(child);
+  ASSERT_TRUE(manager.has_value()) << manager.error().ToString();
+  ASSERT_EQ(*manager->ProcessesDir(), path);
+  auto loop = EventLoop::Create();
+  ASSERT_TRUE(loop.has_value());
+  std::optional<Status> result;
+  auto op = manager->WaitEmptyAsync(**loop, milliseconds(20000),
+                                    [&](Status s) { result = std::move(s); });
+  ASSERT_TRUE(op.has_value()) << op.error().ToString();
+  EXPECT_FALSE((*loop)->RunUntil([&] { return result.has_value(); }, milliseconds(200)));
+
+  ::kill(child, SIGKILL);
+  EXPECT_FALSE((*loop)->RunUntil([&] { return result.has_value(); }, milliseconds(200)))
+      << "the grandchild still lives";
+  ::kill(grandchild, SIGKILL);
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE((*loop)->RunUntil([&] { return result.has_value(); }, milliseconds(20000)));
+  EXPECT_TRUE(result->ok()) << result->ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(2000));
+  int status = cgroup.Reap();  // a zombie until now
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "wait status " << status;
 }
 
 }  // namespace

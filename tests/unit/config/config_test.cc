@@ -72,6 +72,9 @@ shim_in_pod_cgroup = true
 max_connections = 64
 max_calls_per_connection = 100
 partial_frame_timeout_ms = 0
+
+[security]
+confine = true
 )";
 
 ShimConfig EveryKey() {
@@ -108,6 +111,7 @@ ShimConfig EveryKey() {
   c.runtime.vm.accel = "kvm";
   c.runtime.vm.share = "virtiofs";
   c.runtime.vm.agent_timeout_ms = 5000;
+  c.security.confine = true;
   return c;
 }
 
@@ -166,6 +170,17 @@ TEST_F(ConfigTest, TtrpcKeysOneByOneAndTheirRanges) {
     EXPECT_EQ(ApplyToml(bad, "test", c).code(), Code::kInvalidArgument) << bad;
   }
   EXPECT_EQ(c.ttrpc.max_connections, 1u);  // refused files change nothing
+}
+
+TEST_F(ConfigTest, SecurityConfineIsABoolOffByDefault) {
+  ShimConfig c;
+  EXPECT_FALSE(c.security.confine);
+  ASSERT_TRUE(ApplyToml("[security]\nconfine = true\n", "test", c).ok());
+  EXPECT_TRUE(c.security.confine);
+  for (const char* bad : {"[security]\nconfine = 1\n", "[security]\nconfined = true\n"}) {
+    EXPECT_EQ(ApplyToml(bad, "test", c).code(), Code::kInvalidArgument) << bad;
+  }
+  EXPECT_TRUE(c.security.confine);
 }
 
 // Found by tests/fuzz/config_fuzzer: toml++ reaches __builtin_unreachable on

@@ -1,7 +1,8 @@
 // The OCI CLI backend's side of the Backend contract: dropping it while a
 // runtime call is still running kills the runtime process and answers the
 // call NotFound "container deleted". The runtime is a script that records
-// its pid and never returns.
+// its pid and never returns. The container's cgroup kill --all watches is
+// never the shim's own.
 #include "shim/backend/oci_cli/oci_cli_backend.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <optional>
 
 #include "base/file_util.h"
+#include "shim/backend/oci_cli/cgroup_bridge.h"
 #include "shim/backend/oci_cli/flavour.h"
 #include "tests/unit/ttrpc/test_util.h"
 
@@ -82,6 +84,16 @@ TEST_F(OciCliBackendTest, DestructorAnswersARunningCallAndKillsTheRuntime) {
   EXPECT_TRUE(
       loop_->RunUntil([&] { return ::kill(runtime_pid, 0) != 0 && errno == ESRCH; }, kDeadline));
   EXPECT_EQ(answers, 1);
+}
+
+// A runtime that made the container no cgroup of its own leaves its init in
+// the shim's: watching that for emptiness would never end, so it is refused
+// (the wait then asks the runtime).
+TEST(ContainerCgroupTest, TheShimsOwnCgroupIsRefused) {
+  auto host = cgroups::Manager::ForPid(::getpid());
+  if (!host) GTEST_SKIP() << "no cgroup filesystem: " << host.error().ToString();
+  EXPECT_EQ(ContainerCgroup(::getpid()).error().code(), Code::kFailedPrecondition);
+  EXPECT_FALSE(ContainerCgroup(0x7ffffff0).has_value()) << "no such process";
 }
 
 }  // namespace

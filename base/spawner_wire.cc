@@ -1,0 +1,189 @@
+#include "base/spawner_wire.h"
+
+#include <sys/socket.h>
+
+#include <cstring>
+
+namespace hull::spawner_wire {
+
+bool Reader::U8(uint8_t& v) {
+  if (in_.size() < 1) return false;
+  v = static_cast<uint8_t>(in_[0]);
+  in_.remove_prefix(1);
+  return true;
+}
+
+bool Reader::U32(uint32_t& v) {
+  if (in_.size() < sizeof v) return false;
+  std::memcpy(&v, in_.data(), sizeof v);
+  in_.remove_prefix(sizeof v);
+  return true;
+}
+
+bool Reader::I32(int32_t& v) {
+  if (in_.size() < sizeof v) return false;
+  std::memcpy(&v, in_.data(), sizeof v);
+  in_.remove_prefix(sizeof v);
+  return true;
+}
+
+bool Reader::Str(std::string& v) {
+  uint32_t n = 0;
+  if (!U32(n) || in_.size() < n) return false;
+  v.assign(in_.data(), n);
+  in_.remove_prefix(n);
+  return true;
+}
+
+namespace {
+
+void Strings(Writer& w, const std::vector<std::string>& list) {
+  w.U32(static_cast<uint32_t>(list.size()));
+  for (const auto& s : list) w.Str(s);
+}
+
+bool Strings(Reader& r, std::vector<std::string>& list) {
+  uint32_t n = 0;
+  if (!r.U32(n) || n > kMaxMessage) return false;
+  list.resize(n);
+  for (auto& s : list) {
+    if (!r.Str(s)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string EncodeSpawn(const SpawnOptions& options) {
+  Writer w;
+  w.U8(kSpawn);
+  Strings(w, options.argv);
+  w.U8(options.env.has_value());
+  if (options.env) Strings(w, *options.env);
+  w.Str(options.cwd);
+  w.U32(static_cast<uint32_t>(options.fds.size()));
+  for (const auto& [child_fd, parent_fd] : options.fds) w.I32(child_fd);
+  w.U8(options.new_process_group);
+  w.U8(options.new_session);
+  w.I32(options.parent_death_signal);
+  return w.Take();
+}
+
+Result<SpawnOptions> DecodeSpawn(Reader& r, const std::vector<UniqueFd>& fds) {
+  SpawnOptions options;
+  uint8_t has_env = 0, group = 0, session = 0;
+  uint32_t nfds = 0;
+  const auto bad = [] { return InvalidArgumentError("spawner: malformed spawn request"); };
+  if (!Strings(r, options.argv) || !r.U8(has_env)) return bad();
+  if (has_env) {
+    options.env.emplace();
+    if (!Strings(r, *options.env)) return bad();
+  }
+  if (!r.Str(options.cwd) || !r.U32(nfds) || nfds != fds.size()) return bad();
+  for (uint32_t i = 0; i < nfds; ++i) {
+    int32_t child_fd = 0;
+    if (!r.I32(child_fd) || child_fd < 0 || child_fd > 1024) return bad();
+    options.fds.emplace_back(child_fd, fds[i].get());
+  }
+  int32_t death = 0;
+  if (!r.U8(group) || !r.U8(session) || !r.I32(death) || !r.done()) return bad();
+  if (death < 0 || death >= 65) return bad();
+  options.new_process_group = group != 0;
+  options.new_session = session != 0;
+  options.parent_death_signal = death;
+  return options;
+}
+
+std::string EncodeReply(const Result<int32_t>& result) {
+  Writer w;
+  w.U8(result.has_value());
+  if (result) {
+    w.I32(*result);
+  } else {
+    w.U32(static_cast<uint32_t>(result.error().code()));
+    w.Str(result.error().message());
+  }
+  return w.Take();
+}
+
+Result<int32_t> DecodeReply(std::string_view message) {
+  Reader r(message);
+  uint8_t ok = 0;
+  if (!r.U8(ok)) return InternalError("spawner: empty reply");
+  if (ok) {
+    int32_t pid = 0;
+    if (!r.I32(pid)) return InternalError("spawner: malformed reply");
+    return pid;
+  }
+  uint32_t code = 0;
+  std::string text;
+  if (!r.U32(code) || !r.Str(text) || code > static_cast<uint32_t>(Code::kUnauthenticated)) {
+    return InternalError("spawner: malformed reply");
+  }
+  return Status(static_cast<Code>(code), std::move(text));
+}
+
+Status SendMessage(int sock, std::string_view message, const std::vector<int>& fds) {
+  if (message.size() > kMaxMessage) return InvalidArgumentError("spawner: message too large");
+  if (fds.size() > kMaxFds) return InvalidArgumentError("spawner: too many descriptors");
+  iovec iov{const_cast<char*>(message.data()), message.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
+  if (!fds.empty()) {
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
+  }
+  for (;;) {
+    ssize_t n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+    if (n >= 0) return Status::Ok();
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN) return UnavailableError("spawner: channel full");
+    return ErrnoError("sendmsg", "spawner channel");
+  }
+}
+
+Result<Received> ReceiveMessage(int sock) {
+  Received got;
+  got.message.resize(kMaxMessage);
+  iovec iov{got.message.data(), got.message.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do {
+    n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN) {
+    got.would_block = true;
+    got.message.clear();
+    return got;
+  }
+  if (n < 0) return ErrnoError("recvmsg", "spawner channel");
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      got.fds.emplace_back(fd);
+    }
+  }
+  if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+    return InvalidArgumentError("spawner: truncated message");
+  }
+  got.message.resize(static_cast<size_t>(n));
+  got.eof = n == 0 && got.fds.empty();
+  return got;
+}
+
+}  // namespace hull::spawner_wire

@@ -1,0 +1,140 @@
+// The spawner (base/spawner.h) with a Reaper on top, as a confined server
+// uses them: children started through it, descriptors passed, exits read
+// from its channel, orphans it adopts. No root needed.
+#include "base/spawner.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <optional>
+
+#include "base/command.h"
+#include "base/reaper.h"
+#include "tests/unit/base/fd_count.h"
+
+namespace hull {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Entry 0: forks a child that writes the payload to the one descriptor it
+// was given and exits with status 5.
+Result<pid_t> WritePayload(std::string_view payload, std::vector<UniqueFd>& fds) {
+  if (fds.size() != 1) return InvalidArgumentError("want one descriptor");
+  pid_t pid = ::fork();
+  if (pid < 0) return ErrnoError("fork");
+  if (pid == 0) {
+    ssize_t n = ::write(fds[0].get(), payload.data(), payload.size());
+    _exit(n == static_cast<ssize_t>(payload.size()) ? 5 : 1);
+  }
+  return pid;
+}
+
+class SpawnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fds_before_ = testing::CountOpenFds();
+    std::vector<SpawnerEntry> entries = {{"write", WritePayload}};
+    spawner_ = std::move(*SpawnerClient::Start(std::move(entries)));
+    loop_ = std::move(*EventLoop::Create());
+    reaper_ = std::move(
+        *Reaper::CreateWithSpawner(*loop_, *spawner_, [this](const Status&) { lost_ = true; }));
+  }
+  void TearDown() override {
+    reaper_.reset();
+    loop_.reset();
+    pid_t pid = spawner_->pid();
+    spawner_.reset();  // EOF: the spawner exits
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    EXPECT_EQ(testing::CountOpenFds(), fds_before_);
+  }
+
+  CommandResult RunToEnd(std::vector<std::string> argv) {
+    std::optional<CommandResult> result;
+    auto cmd = Command::Start(*loop_, *reaper_, SpawnOptions{.argv = std::move(argv)}, "",
+                              [&](CommandResult r) { result = r; });
+    EXPECT_TRUE(cmd.has_value()) << cmd.error().ToString();
+    if (!cmd) return {};
+    EXPECT_TRUE(loop_->RunUntil([&] { return result.has_value(); }, milliseconds(5000)));
+    return result.value_or(CommandResult{});
+  }
+
+  int fds_before_ = 0;
+  std::unique_ptr<SpawnerClient> spawner_;
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<Reaper> reaper_;
+  bool lost_ = false;
+};
+
+TEST_F(SpawnerTest, CommandRunsAsTheSpawnersChildWithItsPipes) {
+  CommandResult r = RunToEnd({"/bin/sh", "-c", "echo $PPID; echo err >&2; exit 3"});
+  EXPECT_EQ(r.exit_status, 3);
+  EXPECT_EQ(r.out, std::to_string(spawner_->pid()) + "\n");
+  EXPECT_EQ(r.err, "err\n");
+  EXPECT_FALSE(lost_);
+}
+
+TEST_F(SpawnerTest, ExecFailureIsASynchronousNotFound) {
+  Result<pid_t> pid = reaper_->Spawn(SpawnOptions{.argv = {"/no/such/program"}});
+  ASSERT_FALSE(pid.has_value());
+  EXPECT_EQ(pid.error().code(), Code::kNotFound) << pid.error().ToString();
+}
+
+TEST_F(SpawnerTest, OrphansAreReapedByTheSpawnerAndReachTheReaper) {
+  // The shell exits at once; its background child is reparented to the
+  // spawner (a subreaper), as runc's container processes are.
+  CommandResult r = RunToEnd({"/bin/sh", "-c", "(sleep 0.2; exit 4) & echo $!"});
+  ASSERT_EQ(r.exit_status, 0);
+  pid_t orphan = std::stoi(r.out);
+  std::optional<int> status;
+  reaper_->Watch(orphan, [&](int s) { status = s; });
+  EXPECT_TRUE(loop_->RunUntil([&] { return status.has_value(); }, milliseconds(5000)));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(ExitStatusFromWait(*status), 4);
+}
+
+TEST_F(SpawnerTest, EntriesGetTheirPayloadAndDescriptors) {
+  Result<Pipe> pipe = MakePipe();
+  ASSERT_TRUE(pipe.has_value());
+  Result<pid_t> pid = spawner_->Run(0, "hello", {pipe->write.get()});
+  ASSERT_TRUE(pid.has_value()) << pid.error().ToString();
+  pipe->write.reset();
+  std::optional<int> status;
+  reaper_->Watch(*pid, [&](int s) { status = s; });
+  EXPECT_TRUE(loop_->RunUntil([&] { return status.has_value(); }, milliseconds(5000)));
+  EXPECT_EQ(ExitStatusFromWait(status.value_or(0)), 5);
+  char buf[16] = {};
+  EXPECT_EQ(::read(pipe->read.get(), buf, sizeof buf), 5);
+  EXPECT_STREQ(buf, "hello");
+}
+
+TEST_F(SpawnerTest, UnknownEntryAndBadRequestsAreInvalidArgument) {
+  Result<pid_t> pid = spawner_->Run(7, "", {});
+  ASSERT_FALSE(pid.has_value());
+  EXPECT_EQ(pid.error().code(), Code::kInvalidArgument);
+  pid = spawner_->Run(0, "x", {});  // the entry wants one descriptor
+  ASSERT_FALSE(pid.has_value());
+  EXPECT_EQ(pid.error().code(), Code::kInvalidArgument);
+  // The spawner still serves.
+  EXPECT_EQ(RunToEnd({"/bin/true"}).exit_status, 0);
+}
+
+TEST_F(SpawnerTest, ManyExitsArriveEachOnce) {
+  constexpr int kCount = 300;  // more than the exits channel buffers
+  std::vector<int> seen(kCount, 0);
+  for (int i = 0; i < kCount; ++i) {
+    Result<pid_t> pid = reaper_->Spawn(SpawnOptions{.argv = {"/bin/true"}});
+    ASSERT_TRUE(pid.has_value()) << pid.error().ToString();
+    reaper_->Watch(*pid, [&seen, i](int) { ++seen[i]; });
+  }
+  EXPECT_TRUE(loop_->RunUntil(
+      [&] { return std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }); },
+      milliseconds(20000)));
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), kCount);
+}
+
+}  // namespace
+}  // namespace hull
