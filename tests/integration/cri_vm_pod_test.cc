@@ -4,10 +4,8 @@
 // at boot from linux.resources, holding the pause container and the pod's
 // containers. One guest at a time (RESOURCE_LOCK hull_agent_vm and
 // hull_containerd); skips, saying why, without root, QEMU or the guest image.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -21,11 +19,9 @@
 #include <thread>
 #include <vector>
 
-#include "base/file_util.h"
-#include "base/spawn.h"
-#include "base/unique_fd.h"
 #include "tests/integration/cri/cri_client.h"
 #include "tests/integration/cri/cri_pod.h"
+#include "tests/integration/guest_image.h"
 #include "tests/integration/harness/harness.h"
 
 namespace hull::itest {
@@ -47,35 +43,12 @@ uint64_t U64(const json& v) {
   return 0;
 }
 
-// Runs tools/guest-image into <build>/guest-image (cached); "" or why not.
-std::string BuildGuestImage() {
-  const std::string out = std::string(HULL_BINARY_DIR) + "/guest-image";
-  const std::string log = std::string(HULL_BINARY_DIR) + "/guest-image.log";
-  UniqueFd log_fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  Result<pid_t> pid = Spawn(SpawnOptions{
-      .argv = {std::string(HULL_SOURCE_DIR) + "/tools/guest-image", "--out", out, "--agent",
-               HULL_AGENT_BINARY},
-      .fds = {{1, log_fd.get()}, {2, log_fd.get()}},
-      .parent_death_signal = SIGKILL,
-  });
-  if (!pid) return "tools/guest-image: " + pid.error().ToString();
-  int status = 0;
-  while (::waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return "tools/guest-image failed: " + ReadFile(log).value_or("(no log)");
-  }
-  return "";
-}
-
 class CriVmPodTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (std::string reason = SkipReason(); !reason.empty()) GTEST_SKIP() << reason;
-    if (::access("/usr/bin/qemu-system-x86_64", X_OK) != 0) {
-      GTEST_SKIP() << "no qemu-system-x86_64 (apt-get install qemu-system-x86)";
-    }
-    if (std::string why = BuildGuestImage(); !why.empty()) GTEST_SKIP() << why;
+    std::string why;
+    if (!BuildGuestImage(&why)) GTEST_SKIP() << why;
     char config_dir[] = "/tmp/hull-cri-vm-XXXXXX";
     ASSERT_NE(::mkdtemp(config_dir), nullptr);
     config_dir_ = config_dir;
