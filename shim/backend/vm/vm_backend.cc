@@ -3,6 +3,7 @@
 #include "shim/backend/vm/vm_backend.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <limits>
@@ -16,8 +17,10 @@ namespace pb = ::hull::agent::v1;
 
 namespace {
 
-// The guest init's exit status when the VM went away under it.
-constexpr int kLostExitStatus = 255;
+// A process's exit status when the VM (or the agent) lost it: 128 + SIGKILL,
+// what a container killed with its machine reports (QEMU killed, the guest
+// crashed), and what kubelet reads as "killed".
+constexpr int kLostExitStatus = 128 + SIGKILL;
 
 UniqueFd Dup(int fd) {
   if (fd < 0) return UniqueFd();

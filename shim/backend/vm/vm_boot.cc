@@ -259,7 +259,10 @@ void VmBackend::OnQemuExit(int wait_status) {
     log_.Info("pod {}: QEMU killed by signal {}", sandbox_id_, WTERMSIG(wait_status));
   }
   qemu_pid_ = 0;
-  if (agent_) agent_->Close();
+  // Calls in flight fail (exits are reported as 137); later calls take the
+  // no-VM paths: Kill is "already finished", Delete only cleans the share.
+  oom_poll_.Reset();
+  if (std::shared_ptr<AgentClient> agent = std::move(agent_)) agent->Close();
   std::vector<std::function<void()>> waiting;
   waiting.swap(on_qemu_exit_);
   for (auto& then : waiting) then();

@@ -1,0 +1,380 @@
+// VM pods through CRI: containerd 1.6.20's CRI plugin (podsandbox: the pause
+// container is a task) with the runtime handler "hull-vm", a hull config with
+// runtime = "vm" (docs/vm.md). The pod is one QEMU micro-VM under TCG, sized
+// at boot from linux.resources, holding the pause container and the pod's
+// containers. One guest at a time (RESOURCE_LOCK hull_agent_vm and
+// hull_containerd); skips, saying why, without root, QEMU or the guest image.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/integration/cri/cri_client.h"
+#include "tests/integration/cri/cri_pod.h"
+#include "tests/integration/guest_image.h"
+#include "tests/integration/harness/harness.h"
+
+namespace hull::itest {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr const char* kBusybox = "docker.io/hull/busybox:latest";
+constexpr char kVmRunRoot[] = "/run/hull/vm/";
+// Boots take 1.3 s idle and 5-15 s on the loaded 2-core machine; each CRI
+// call that reaches the guest waits for crun under TCG.
+constexpr auto kCriTimeout = 180s;
+
+uint64_t U64(const json& v) {
+  if (v.is_string()) return std::stoull(v.get<std::string>());
+  if (v.is_number()) return v.get<uint64_t>();
+  return 0;
+}
+
+class CriVmPodTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string reason = SkipReason(); !reason.empty()) GTEST_SKIP() << reason;
+    std::string why;
+    if (!BuildGuestImage(&why)) GTEST_SKIP() << why;
+    char config_dir[] = "/tmp/hull-cri-vm-XXXXXX";
+    ASSERT_NE(::mkdtemp(config_dir), nullptr);
+    config_dir_ = config_dir;
+    // The hull-vm handler: runtime = "vm", the image found by the defaults.
+    const std::string config = config_dir_ + "/hull-vm.toml";
+    std::ofstream(config) << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\n";
+    const std::string table = "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.hull-vm";
+    ContainerdOptions options{
+        .enable_cri = true,
+        .runtime_handlers_toml = table + "]\n  runtime_type = \"io.containerd.hull.v2\"\n" + table +
+                                 ".options]\n  ConfigPath = \"" + config + "\"\n"};
+    std::string error;
+    containerd_ = PrivateContainerd::Start(options, &error);
+    ASSERT_NE(containerd_, nullptr) << error;
+    ASSERT_TRUE(containerd_->ImportImages("k8s.io", &error)) << error;
+    cri_ = std::make_unique<CriClient>(containerd_->address());
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          CriReply r = cri_->Call("ImageStatus", {{"image", {{"image", kBusybox}}}});
+          return r.ok && r.body.contains("image") && !r.body["image"].is_null() &&
+                 !r.body["image"].value("id", "").empty();
+        },
+        30s))
+        << "CRI never saw " << kBusybox;
+    cgroup_parent_ = "/hull-cri-vm-" + std::to_string(getpid()) + "-" +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  }
+
+  void TearDown() override {
+    if (HasFailure() && containerd_) {
+      for (const auto& entry : fs::directory_iterator(
+               containerd_->state() + "/io.containerd.runtime.v2.task/k8s.io", ec_)) {
+        std::string console = entry.path().string() + "/vm-console.log";
+        if (fs::exists(console)) {
+          std::cerr << "console of " << entry.path().filename() << ":\n"
+                    << ReadText(console) << "\n";
+        }
+      }
+      std::cerr << containerd_->LogTail(80) << "\n";
+    }
+    containerd_.reset();
+    if (!cgroup_parent_.empty()) RemoveCgroupParent(cgroup_parent_);
+    if (!config_dir_.empty()) fs::remove_all(config_dir_);
+  }
+
+  json PodConfig(const std::string& name) const {
+    return PodSandboxConfigJson(name, cgroup_parent_, containerd_->dir() + "/pods/" + name);
+  }
+
+  std::string RunPod(const json& config) {
+    CriReply r = cri_->Call("RunPodSandbox", {{"config", config}, {"runtime_handler", "hull-vm"}},
+                            kCriTimeout);
+    EXPECT_TRUE(r.ok) << r.error << "\n" << containerd_->LogTail();
+    return r.ok ? r.body.value("pod_sandbox_id", "") : "";
+  }
+
+  // A container that writes a line to each stream, does some CPU work and
+  // sleeps.
+  std::string StartContainer(const std::string& pod, const json& pod_config,
+                             const std::string& name) {
+    json config = {{"metadata", {{"name", name}}},
+                   {"image", {{"image", kBusybox}}},
+                   {"command",
+                    {"sh", "-c",
+                     "echo " + name + "-out; echo " + name +
+                         "-err >&2; i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; "
+                         "exec sleep 3600"}},
+                   {"log_path", name + ".log"},
+                   {"linux", json::object()}};
+    CriReply created = cri_->Call(
+        "CreateContainer",
+        {{"pod_sandbox_id", pod}, {"config", config}, {"sandbox_config", pod_config}},
+        kCriTimeout);
+    EXPECT_TRUE(created.ok) << created.error << "\n" << containerd_->LogTail();
+    if (!created.ok) return "";
+    const std::string id = created.body.value("container_id", "");
+    CriReply started = cri_->Call("StartContainer", {{"container_id", id}}, kCriTimeout);
+    EXPECT_TRUE(started.ok) << started.error << "\n" << containerd_->LogTail();
+    return started.ok ? id : "";
+  }
+
+  CriReply Exec(const std::string& container, const std::vector<std::string>& cmd) {
+    return cri_->Call("ExecSync", {{"container_id", container}, {"cmd", cmd}, {"timeout", 120}},
+                      kCriTimeout);
+  }
+
+  std::string Bundle(const std::string& id) const {
+    return containerd_->state() + "/io.containerd.runtime.v2.task/k8s.io/" + id;
+  }
+
+  // The pod shim's socket, as `start` wrote it into the pause bundle
+  // ("unix:///run/containerd/s/<hash>"); "" when there is none.
+  std::string ShimSocket(const std::string& pod) const {
+    std::string address = ReadText(Bundle(pod) + "/address");
+    return address.rfind("unix://", 0) == 0 ? address.substr(7) : "";
+  }
+
+  std::vector<pid_t> HullShims() const {
+    std::vector<pid_t> shims;
+    for (pid_t pid : ProcessesMatching(containerd_->address())) {
+      if (Cmdline(pid).find("containerd-shim-hull-v2") != std::string::npos) shims.push_back(pid);
+    }
+    return shims;
+  }
+
+  // The QEMU processes of `pod` (their command line names its run directory).
+  std::vector<pid_t> Qemus(const std::string& pod) const {
+    std::vector<pid_t> qemus;
+    for (pid_t pid : ProcessesMatching(kVmRunRoot + pod + "/")) {
+      if (Cmdline(pid).find("qemu-system") != std::string::npos) qemus.push_back(pid);
+    }
+    return qemus;
+  }
+
+  // The container's state in ContainerStatus ("CONTAINER_EXITED", ...) and
+  // its exit code.
+  std::pair<std::string, int> ContainerState(const std::string& id) {
+    CriReply r = cri_->Call("ContainerStatus", {{"container_id", id}});
+    if (!r.ok) return {"(" + r.error + ")", -1};
+    return {r.body["status"].value("state", ""), r.body["status"].value("exit_code", 0)};
+  }
+
+  // Stop and Remove the pod, then: no shim, no QEMU, no process naming the
+  // pod, no mount, no shim socket, no run directory, no bundle, no cgroup.
+  // `socket` is the pod shim's (ShimSocket, read while the pod ran).
+  void RemovePodAndCheckNothingLeft(const std::string& pod, const std::string& socket) {
+    ASSERT_FALSE(socket.empty());
+    CriReply stop = cri_->Call("StopPodSandbox", {{"pod_sandbox_id", pod}}, kCriTimeout);
+    ASSERT_TRUE(stop.ok) << stop.error << "\n" << containerd_->LogTail();
+    CriReply remove = cri_->Call("RemovePodSandbox", {{"pod_sandbox_id", pod}}, kCriTimeout);
+    ASSERT_TRUE(remove.ok) << remove.error << "\n" << containerd_->LogTail();
+    EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 60s))
+        << "hull shim still running after RemovePodSandbox";
+    EXPECT_TRUE(Qemus(pod).empty());
+    EXPECT_TRUE(ProcessesMatching(pod).empty()) << "a process still names the pod " << pod;
+    EXPECT_EQ(MountsUnder(containerd_->dir()), std::vector<std::string>{});
+    EXPECT_EQ(MountsUnder(kVmRunRoot + pod), std::vector<std::string>{});
+    EXPECT_FALSE(fs::exists(kVmRunRoot + pod));
+    EXPECT_FALSE(fs::exists(socket)) << socket;
+    EXPECT_FALSE(fs::exists(Bundle(pod)));
+    std::vector<std::string> cgroups = CgroupsUnder(cgroup_parent_);
+    EXPECT_TRUE(cgroups.empty()) << "left: " << cgroups.front();
+    EXPECT_TRUE(RemoveCgroupParent(cgroup_parent_));
+  }
+
+  std::string config_dir_;
+  std::unique_ptr<PrivateContainerd> containerd_;
+  std::unique_ptr<CriClient> cri_;
+  std::string cgroup_parent_;
+  mutable std::error_code ec_;
+};
+
+TEST_F(CriVmPodTest, SizedVmPodRunsTwoContainersInOneGuest) {
+  const json pod_config = PodConfig("vmpod");
+  const std::string pod = RunPod(pod_config);
+  ASSERT_FALSE(pod.empty());
+
+  // The pod's VM at the pod's size (docs/sizing.md, default policy):
+  // ceil(150000/100000 + 0.25) = 2 vCPUs, 256 + 64 = 320 MiB.
+  std::vector<pid_t> qemus = Qemus(pod);
+  ASSERT_EQ(qemus.size(), 1u);
+  const std::string qemu_cmdline = Cmdline(qemus[0]);
+  EXPECT_NE(qemu_cmdline.find("-smp 2,maxcpus=2 -m 320 "), std::string::npos) << qemu_cmdline;
+
+  CriReply status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
+  ASSERT_TRUE(status.ok) << status.error;
+  EXPECT_EQ(status.body["status"].value("state", ""), "SANDBOX_READY") << status.body.dump();
+  EXPECT_EQ(status.body["status"]["metadata"].value("name", ""), "vmpod");
+
+  const std::string c1 = StartContainer(pod, pod_config, "one");
+  const std::string c2 = StartContainer(pod, pod_config, "two");
+  ASSERT_FALSE(c1.empty());
+  ASSERT_FALSE(c2.empty());
+  // One shim and one QEMU for the pause container and both containers.
+  std::vector<pid_t> shims = HullShims();
+  ASSERT_EQ(shims.size(), 1u);
+  EXPECT_EQ(Qemus(pod), qemus);
+  EXPECT_EQ(ParentPid(qemus[0]), shims[0]);
+
+  // In the guest: 2 vCPUs and the formula's memory, less the kernel's share.
+  CriReply size = Exec(c1, {"sh", "-c", "nproc; grep MemTotal /proc/meminfo"});
+  ASSERT_TRUE(size.ok) << size.error;
+  std::istringstream size_out(DecodeBase64(size.body.value("stdout", "")));
+  int nproc = 0;
+  std::string label;
+  uint64_t mem_kib = 0;
+  size_out >> nproc >> label >> mem_kib;
+  EXPECT_EQ(nproc, 2);
+  EXPECT_LE(mem_kib, 320u * 1024);
+  EXPECT_GT(mem_kib, 200u * 1024);
+
+  // Both containers are in the one guest: each sees the other's processes in
+  // the guest cgroup tree (/sys/fs/cgroup/hull/<id>), and the same boot id.
+  CriReply boot1 = Exec(c1, {"cat", "/proc/sys/kernel/random/boot_id"});
+  CriReply boot2 = Exec(c2, {"cat", "/proc/sys/kernel/random/boot_id"});
+  ASSERT_TRUE(boot1.ok && boot2.ok) << boot1.error << boot2.error;
+  EXPECT_EQ(boot1.body.value("stdout", ""), boot2.body.value("stdout", ""));
+  EXPECT_NE(DecodeBase64(boot1.body.value("stdout", "")), ReadText("/proc/sys/kernel/random/boot_id"));
+
+  CriReply exec = Exec(c1, {"sh", "-c", "echo hello; echo oops >&2; exit 3"});
+  ASSERT_TRUE(exec.ok) << exec.error;
+  EXPECT_EQ(DecodeBase64(exec.body.value("stdout", "")), "hello\n");
+  EXPECT_EQ(DecodeBase64(exec.body.value("stderr", "")), "oops\n");
+  EXPECT_EQ(exec.body.value("exit_code", -1), 3);
+
+  // The pod's files CRI bind-mounts reach the guest: the hostname and
+  // /etc/hosts, /etc/resolv.conf, /dev/shm (a tmpfs shared by the pod).
+  CriReply files = Exec(c1, {"sh", "-c",
+                             "hostname; grep -q localhost /etc/hosts && echo hosts; "
+                             "test -f /etc/resolv.conf && echo resolv; "
+                             "echo shared > /dev/shm/x && echo shm"});
+  ASSERT_TRUE(files.ok) << files.error;
+  EXPECT_EQ(files.body.value("exit_code", -1), 0) << DecodeBase64(files.body.value("stderr", ""));
+  std::string files_out = DecodeBase64(files.body.value("stdout", ""));
+  EXPECT_EQ(files_out.rfind("vmpod\n", 0), 0u) << files_out;
+  EXPECT_NE(files_out.find("hosts\n"), std::string::npos) << files_out;
+  EXPECT_NE(files_out.find("resolv\n"), std::string::npos) << files_out;
+  EXPECT_NE(files_out.find("shm\n"), std::string::npos) << files_out;
+  CriReply shm = Exec(c2, {"cat", "/dev/shm/x"});
+  ASSERT_TRUE(shm.ok) << shm.error;
+  EXPECT_EQ(DecodeBase64(shm.body.value("stdout", "")), "shared\n")
+      << DecodeBase64(shm.body.value("stderr", ""));
+
+  CriReply stats = cri_->Call("ContainerStats", {{"container_id", c2}});
+  ASSERT_TRUE(stats.ok) << stats.error;
+  const json& s = stats.body["stats"];
+  EXPECT_EQ(s["attributes"].value("id", ""), c2);
+  EXPECT_GT(U64(s["cpu"]["usage_core_nano_seconds"]["value"]), 0u) << s.dump();
+  EXPECT_GT(U64(s["memory"]["working_set_bytes"]["value"]), 0u) << s.dump();
+  CriReply list = cri_->Call("ListContainerStats", {{"filter", {{"pod_sandbox_id", pod}}}});
+  ASSERT_TRUE(list.ok) << list.error;
+  EXPECT_EQ(list.body["stats"].size(), 2u) << list.body.dump();
+
+  // CRI's log path has each container's output, in CRI's log format
+  // ("<time> stdout F one-out").
+  const std::string log_dir = containerd_->dir() + "/pods/vmpod/";
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        std::string log = ReadText(log_dir + "one.log");
+        return log.find(" stdout F one-out\n") != std::string::npos &&
+               log.find(" stderr F one-err\n") != std::string::npos;
+      },
+      30s))
+      << ReadText(log_dir + "one.log");
+  EXPECT_TRUE(WaitUntil(
+      [&] { return ReadText(log_dir + "two.log").find(" stdout F two-out\n") != std::string::npos; },
+      30s))
+      << ReadText(log_dir + "two.log");
+
+  RemovePodAndCheckNothingLeft(pod, ShimSocket(pod));
+}
+
+// QEMU killed under a running pod: both containers are reported exited with
+// 137 (killed with their VM), the pod is NOTREADY, and Stop/Remove leave
+// nothing.
+TEST_F(CriVmPodTest, QemuKillExitsContainersWith137AndPodIsRemovedCleanly) {
+  const json pod_config = PodConfig("vmkill");
+  const std::string pod = RunPod(pod_config);
+  ASSERT_FALSE(pod.empty());
+  const std::string c1 = StartContainer(pod, pod_config, "one");
+  const std::string c2 = StartContainer(pod, pod_config, "two");
+  ASSERT_FALSE(c1.empty());
+  ASSERT_FALSE(c2.empty());
+  std::vector<pid_t> qemus = Qemus(pod);
+  ASSERT_EQ(qemus.size(), 1u);
+  const std::string socket = ShimSocket(pod);
+
+  ASSERT_EQ(::kill(qemus[0], SIGKILL), 0);
+  for (const std::string& id : {c1, c2}) {
+    EXPECT_TRUE(WaitUntil([&] { return ContainerState(id).first == "CONTAINER_EXITED"; }, 60s))
+        << id << ": " << ContainerState(id).first;
+    EXPECT_EQ(ContainerState(id).second, 137) << id;
+  }
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        CriReply status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
+        return status.ok && status.body["status"].value("state", "") == "SANDBOX_NOTREADY";
+      },
+      60s));
+  RemovePodAndCheckNothingLeft(pod, socket);
+}
+
+// The guest's memory cost, for [sizing] overhead_memory_mib (docs/vm.md,
+// "The guest's memory cost"): for pods of several memory limits, MemTotal
+// against QEMU's -m (what the kernel keeps) and MemTotal - MemAvailable with
+// the pause container and one idle container running (what the guest uses).
+// Prints the figures; runs only with HULL_VM_MEASURE_MEMORY=1.
+TEST_F(CriVmPodTest, MeasureGuestMemoryCost) {
+  if (std::getenv("HULL_VM_MEASURE_MEMORY") == nullptr) {
+    GTEST_SKIP() << "set HULL_VM_MEASURE_MEMORY=1 to measure";
+  }
+  for (uint64_t pod_mib : {128u, 256u, 512u, 1024u}) {
+    json pod_config = PodConfig("mem" + std::to_string(pod_mib));
+    pod_config["linux"]["resources"]["memory_limit_in_bytes"] = pod_mib << 20;
+    const std::string pod = RunPod(pod_config);
+    ASSERT_FALSE(pod.empty());
+    const std::string socket = ShimSocket(pod);
+    std::vector<pid_t> qemus = Qemus(pod);
+    ASSERT_EQ(qemus.size(), 1u);
+    std::string cmdline = Cmdline(qemus[0]);
+    size_t m = cmdline.find(" -m ");
+    ASSERT_NE(m, std::string::npos);
+    const uint64_t qemu_mib = std::stoull(cmdline.substr(m + 4));
+    const std::string c = StartContainer(pod, pod_config, "idle");
+    ASSERT_FALSE(c.empty());
+    std::this_thread::sleep_for(5s);  // let the guest settle
+    CriReply info = Exec(c, {"cat", "/proc/meminfo"});
+    ASSERT_TRUE(info.ok) << info.error;
+    std::map<std::string, uint64_t> kib;  // "MemTotal:" -> KiB
+    std::istringstream out(DecodeBase64(info.body.value("stdout", "")));
+    for (std::string key; out >> key;) {
+      out >> kib[key];
+      out.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+    }
+    const uint64_t total_kib = kib["MemTotal:"], available_kib = kib["MemAvailable:"];
+    ASSERT_GT(total_kib, 0u);
+    std::cout << "[ measured ] pod " << pod_mib << " MiB: MiB free " << kib["MemFree:"] / 1024
+              << ", cached " << kib["Cached:"] / 1024 << ", shmem " << kib["Shmem:"] / 1024
+              << ", slab " << kib["Slab:"] / 1024 << ", page tables " << kib["PageTables:"] / 1024
+              << ", anon " << kib["AnonPages:"] / 1024 << "\n";
+    std::cout << "[ measured ] pod " << pod_mib << " MiB, -m " << qemu_mib << ": MemTotal "
+              << total_kib / 1024 << " MiB (kernel keeps " << qemu_mib - total_kib / 1024
+              << " MiB), in use at idle " << (total_kib - available_kib) / 1024 << " MiB\n";
+    RemovePodAndCheckNothingLeft(pod, socket);
+  }
+}
+
+}  // namespace
+}  // namespace hull::itest
