@@ -120,8 +120,7 @@ class CriVmPodTest : public ::testing::Test {
                    {"linux", json::object()}};
     CriReply created = cri_->Call(
         "CreateContainer",
-        {{"pod_sandbox_id", pod}, {"config", config}, {"sandbox_config", pod_config}},
-        kCriTimeout);
+        {{"pod_sandbox_id", pod}, {"config", config}, {"sandbox_config", pod_config}}, kCriTimeout);
     EXPECT_TRUE(created.ok) << created.error << "\n" << containerd_->LogTail();
     if (!created.ok) return "";
     const std::string id = created.body.value("container_id", "");
@@ -246,7 +245,8 @@ TEST_F(CriVmPodTest, SizedVmPodRunsTwoContainersInOneGuest) {
   CriReply boot2 = Exec(c2, {"cat", "/proc/sys/kernel/random/boot_id"});
   ASSERT_TRUE(boot1.ok && boot2.ok) << boot1.error << boot2.error;
   EXPECT_EQ(boot1.body.value("stdout", ""), boot2.body.value("stdout", ""));
-  EXPECT_NE(DecodeBase64(boot1.body.value("stdout", "")), ReadText("/proc/sys/kernel/random/boot_id"));
+  EXPECT_NE(DecodeBase64(boot1.body.value("stdout", "")),
+            ReadText("/proc/sys/kernel/random/boot_id"));
 
   CriReply exec = Exec(c1, {"sh", "-c", "echo hello; echo oops >&2; exit 3"});
   ASSERT_TRUE(exec.ok) << exec.error;
@@ -294,7 +294,9 @@ TEST_F(CriVmPodTest, SizedVmPodRunsTwoContainersInOneGuest) {
       30s))
       << ReadText(log_dir + "one.log");
   EXPECT_TRUE(WaitUntil(
-      [&] { return ReadText(log_dir + "two.log").find(" stdout F two-out\n") != std::string::npos; },
+      [&] {
+        return ReadText(log_dir + "two.log").find(" stdout F two-out\n") != std::string::npos;
+      },
       30s))
       << ReadText(log_dir + "two.log");
 
