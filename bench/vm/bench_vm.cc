@@ -2,7 +2,8 @@
 // "The vm backend"): QEMU start to the agent's Hello (from the pod's
 // hull-vm.json), `ctr run --rm` to its exit, `ctr run -d` (boot + first
 // container start), `ctr task exec` latency, and the host memory of one idle
-// VM pod (QEMU's PSS split by mapping, plus the shim), next to hull with runc.
+// VM pod (QEMU's PSS split by mapping, plus the shim), next to hull with runc and
+// containerd's Go runc shim in the same run.
 // Prints a Markdown table. Needs root and the guest image next to the shim
 // (tools/guest-image --out <build>/guest-image). Usage: bench_vm [--runs N]
 #include <unistd.h>
@@ -114,10 +115,14 @@ int Main(int argc, char** argv) {
   }
   const std::string vm_config = containerd->dir() + "/hull-vm.toml";
   std::ofstream(vm_config) << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\n";
-  auto run = [&](bool vm, std::vector<std::string> flags, const std::string& id,
+  // Columns: hull with runc, hull with the vm backend, containerd's Go runc
+  // shim (the yardstick, in the same run).
+  enum Kind { kHullRunc = 0, kHullVm = 1, kGoShim = 2, kKinds = 3 };
+  auto run = [&](int kind, std::vector<std::string> flags, const std::string& id,
                  std::vector<std::string> cmd) {
-    std::vector<std::string> args = {"run", "--runtime", "io.containerd.hull.v2"};
-    if (vm) args.insert(args.end(), {"--runtime-config-path", vm_config});
+    std::vector<std::string> args = {
+        "run", "--runtime", kind == kGoShim ? "io.containerd.runc.v2" : "io.containerd.hull.v2"};
+    if (kind == kHullVm) args.insert(args.end(), {"--runtime-config-path", vm_config});
     args.insert(args.end(), flags.begin(), flags.end());
     args.push_back(kImage);
     args.push_back(id);
@@ -126,31 +131,31 @@ int Main(int argc, char** argv) {
   };
   const std::string tasks = containerd->state() + "/io.containerd.runtime.v2.task/default/";
 
-  Stats run_rm[2], run_d[2], exec[2], ready;
+  Stats run_rm[kKinds], run_d[kKinds], exec[kKinds], ready;
   std::map<std::string, long> qemu_pss;
-  long shim_pss[2] = {0, 0};
+  long shim_pss[kKinds] = {0, 0, 0};
   long qemu_total = 0;
   int id = 0;
   for (int i = 0; i < runs; ++i) {
-    for (int vm = 0; vm < 2; ++vm) {
+    for (int kind = 0; kind < kKinds; ++kind) {
       auto t0 = Clock::now();
-      auto r = run(vm, {"--rm"}, "rm" + std::to_string(id++), {"echo", "hi"});
+      auto r = run(kind, {"--rm"}, "rm" + std::to_string(id++), {"echo", "hi"});
       if (!r.ok() || r.out != "hi\n") {
         std::cerr << "bench_vm: ctr run --rm: " << r.Describe() << "\n";
         return 1;
       }
-      run_rm[vm].samples.push_back(Ms(Clock::now() - t0));
+      run_rm[kind].samples.push_back(Ms(Clock::now() - t0));
     }
   }
-  for (int vm = 0; vm < 2; ++vm) {
-    const std::string pod = "pod" + std::to_string(vm);
+  for (int kind = 0; kind < kKinds; ++kind) {
+    const std::string pod = "pod" + std::to_string(kind);
     auto t0 = Clock::now();
-    auto r = run(vm, {"-d"}, pod, {"sleep", "100000"});
+    auto r = run(kind, {"-d"}, pod, {"sleep", "100000"});
     if (!r.ok()) {
       std::cerr << "bench_vm: ctr run -d: " << r.Describe() << "\n";
       return 1;
     }
-    run_d[vm].samples.push_back(Ms(Clock::now() - t0));
+    run_d[kind].samples.push_back(Ms(Clock::now() - t0));
     for (int i = 0; i < runs; ++i) {
       auto e0 = Clock::now();
       auto e = containerd->Ctr({"task", "exec", "--exec-id", "e" + std::to_string(i), pod, "true"},
@@ -159,10 +164,10 @@ int Main(int argc, char** argv) {
         std::cerr << "bench_vm: exec: " << e.Describe() << "\n";
         return 1;
       }
-      exec[vm].samples.push_back(Ms(Clock::now() - e0));
+      exec[kind].samples.push_back(Ms(Clock::now() - e0));
     }
     std::this_thread::sleep_for(3s);  // let the idle pod settle before reading memory
-    // The shim: the parent of QEMU (vm) or of the container's init (runc).
+    // The shim: the parent of QEMU (vm) or of the container's init.
     pid_t child = 0;
     std::istringstream ls(containerd->Ctr({"task", "ls"}).out);
     for (std::string line; std::getline(ls, line);) {
@@ -171,13 +176,13 @@ int Main(int argc, char** argv) {
       pid_t pid = 0;
       if (f >> task >> pid && task == pod) child = pid;
     }
-    if (vm == 1) {
+    if (kind == kHullVm) {
       std::ifstream in(tasks + pod + "/hull-vm.json");
       auto record = nlohmann::json::parse(in, nullptr, false);
       if (record.is_object()) child = record.value("qemu_pid", 0);
     }
-    shim_pss[vm] = PssKb(ParentOf(child));
-    if (vm == 1) {
+    shim_pss[kind] = PssKb(ParentOf(child));
+    if (kind == kHullVm) {
       std::ifstream in(tasks + pod + "/hull-vm.json");
       auto record = nlohmann::json::parse(in, nullptr, false);
       if (record.is_object()) {
@@ -195,7 +200,7 @@ int Main(int argc, char** argv) {
   // more samples from extra detached pods.
   for (int i = 1; i < runs; ++i) {
     const std::string pod = "ready" + std::to_string(i);
-    if (!run(true, {"-d"}, pod, {"sleep", "100000"}).ok()) break;
+    if (!run(kHullVm, {"-d"}, pod, {"sleep", "100000"}).ok()) break;
     std::ifstream in(tasks + pod + "/hull-vm.json");
     auto record = nlohmann::json::parse(in, nullptr, false);
     if (record.is_object()) ready.samples.push_back(record.value("agent_ready_ms", 0.0));
@@ -208,17 +213,23 @@ int Main(int argc, char** argv) {
   std::string load;
   std::getline(loadavg, load);
   std::cout << "Runs: " << runs << "; load average at the end: " << load << "\n\n";
-  std::cout << "| figure (ms: median (min-max)) | hull/vm | hull/runc |\n|---|---:|---:|\n";
-  std::cout << "| QEMU start to agent ready | " << ready.Cell() << " | — |\n";
-  std::cout << "| `ctr run --rm` echo, to exit | " << run_rm[1].Cell() << " | " << run_rm[0].Cell()
-            << " |\n";
-  std::cout << "| `ctr run -d` (boot + first container start) | " << run_d[1].Cell() << " | "
-            << run_d[0].Cell() << " |\n";
-  std::cout << "| `ctr task exec` true | " << exec[1].Cell() << " | " << exec[0].Cell() << " |\n";
-  std::cout << "| shim PSS, idle pod (kB) | " << shim_pss[1] << " | " << shim_pss[0] << " |\n";
-  std::cout << "| QEMU PSS, idle pod (kB) | " << qemu_total << " | — |\n";
-  for (const auto& [kind, kb] : qemu_pss) {
-    std::cout << "| &nbsp;&nbsp;of which " << kind << " (kB) | " << kb << " | |\n";
+  auto row = [](const std::string& figure, const std::string& vm, const std::string& runc,
+                const std::string& go) {
+    std::cout << "| " << figure << " | " << vm << " | " << runc << " | " << go << " |\n";
+  };
+  row("figure (ms: median (min-max))", "hull/vm", "hull/runc", "Go runc shim");
+  std::cout << "|---|---:|---:|---:|\n";
+  row("QEMU start to agent ready", ready.Cell(), "—", "—");
+  row("`ctr run --rm` echo, to exit", run_rm[kHullVm].Cell(), run_rm[kHullRunc].Cell(),
+      run_rm[kGoShim].Cell());
+  row("`ctr run -d` (boot + first container start)", run_d[kHullVm].Cell(), run_d[kHullRunc].Cell(),
+      run_d[kGoShim].Cell());
+  row("`ctr task exec` true", exec[kHullVm].Cell(), exec[kHullRunc].Cell(), exec[kGoShim].Cell());
+  row("shim PSS, idle pod (kB)", std::to_string(shim_pss[kHullVm]),
+      std::to_string(shim_pss[kHullRunc]), std::to_string(shim_pss[kGoShim]));
+  row("QEMU PSS, idle pod (kB)", std::to_string(qemu_total), "—", "—");
+  for (const auto& [part, kb] : qemu_pss) {
+    row("&nbsp;&nbsp;of which " + part + " (kB)", std::to_string(kb), "", "");
   }
   return 0;
 }
