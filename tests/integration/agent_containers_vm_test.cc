@@ -135,20 +135,11 @@ pb::Stdio Streams(bool in, bool out, bool err, bool terminal = false) {
   return s;
 }
 
-class AgentContainersVmTest : public ::testing::Test {
+class AgentContainersVmTest : public GuestImageTest {
  protected:
-  static void SetUpTestSuite() {
-    std::string why;
-    image_ = BuildImage(&why);
-    if (!image_) skip_reason_ = new std::string(why);
-  }
-  static void TearDownTestSuite() {
-    delete skip_reason_;
-    skip_reason_ = nullptr;
-  }
-
   void SetUp() override {
-    if (skip_reason_ != nullptr) GTEST_SKIP() << "agent VM test skipped: " << *skip_reason_;
+    GuestImageTest::SetUp();
+    if (IsSkipped()) return;
     if (::access("/bin/busybox", X_OK) != 0) GTEST_SKIP() << "no /bin/busybox (busybox-static)";
     auto loop = EventLoop::Create();
     ASSERT_TRUE(loop.has_value());
@@ -249,8 +240,6 @@ class AgentContainersVmTest : public ::testing::Test {
 
   std::string Diagnostics() { return guest_ ? guest_->Diagnostics() : ""; }
 
-  static inline std::optional<GuestImage> image_;
-  static inline std::string* skip_reason_ = nullptr;
   std::unique_ptr<EventLoop> loop_;
   std::string share_;
   std::unique_ptr<Guest> guest_;

@@ -61,6 +61,27 @@ inline std::optional<GuestImage> BuildImage(std::string* why) {
                     (*vars)["HULL_GUEST_KERNEL_RELEASE"]};
 }
 
+// A suite that boots the guest: the image is built once per suite, and
+// every test skips, saying why, where it cannot be (no root, no QEMU, the
+// image tool failed). Derived SetUp()s call this one first and return when
+// IsSkipped().
+class GuestImageTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string why;
+    image_ = BuildImage(&why);
+    if (!image_) skip_reason_ = why;
+  }
+  static void TearDownTestSuite() { skip_reason_.reset(); }
+
+  void SetUp() override {
+    if (skip_reason_) GTEST_SKIP() << "agent VM test skipped: " << *skip_reason_;
+  }
+
+  static inline std::optional<GuestImage> image_;
+  static inline std::optional<std::string> skip_reason_;
+};
+
 // The host's TSC rate in kHz: microvm has no timer to calibrate it against
 // under TCG, and the guest hangs without tsc_early_khz= (docs/vm.md).
 inline std::string TscKhz() {

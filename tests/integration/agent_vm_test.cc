@@ -43,20 +43,11 @@
 namespace hull::itest {
 namespace {
 
-class AgentVmTest : public ::testing::Test {
+class AgentVmTest : public GuestImageTest {
  protected:
-  static void SetUpTestSuite() {
-    std::string why;
-    image_ = BuildImage(&why);
-    if (!image_) skip_reason_ = new std::string(why);
-  }
-  static void TearDownTestSuite() {
-    delete skip_reason_;
-    skip_reason_ = nullptr;
-  }
-
   void SetUp() override {
-    if (skip_reason_ != nullptr) GTEST_SKIP() << "agent VM test skipped: " << *skip_reason_;
+    GuestImageTest::SetUp();
+    if (IsSkipped()) return;
     auto loop = EventLoop::Create();
     ASSERT_TRUE(loop.has_value());
     loop_ = std::move(*loop);
@@ -75,8 +66,6 @@ class AgentVmTest : public ::testing::Test {
     EXPECT_TRUE(loop_->RunUntil([&] { return !client.open(); }, 10s));
   }
 
-  static inline std::optional<GuestImage> image_;
-  static inline std::string* skip_reason_ = nullptr;
   std::unique_ptr<EventLoop> loop_;
 };
 

@@ -65,16 +65,9 @@ class CriVmPodTest : public ::testing::Test {
     ASSERT_NE(containerd_, nullptr) << error;
     ASSERT_TRUE(containerd_->ImportImages("k8s.io", &error)) << error;
     cri_ = std::make_unique<CriClient>(containerd_->address());
-    ASSERT_TRUE(WaitUntil(
-        [&] {
-          CriReply r = cri_->Call("ImageStatus", {{"image", {{"image", kBusybox}}}});
-          return r.ok && r.body.contains("image") && !r.body["image"].is_null() &&
-                 !r.body["image"].value("id", "").empty();
-        },
-        30s))
-        << "CRI never saw " << kBusybox;
-    cgroup_parent_ = "/hull-cri-vm-" + std::to_string(getpid()) + "-" +
-                     ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    ASSERT_TRUE(WaitForCriImage(*cri_, kBusybox)) << "CRI never saw " << kBusybox;
+    cgroup_parent_ = TestCgroupParent(
+        "hull-cri-vm", ::testing::UnitTest::GetInstance()->current_test_info()->name());
   }
 
   void TearDown() override {

@@ -63,11 +63,8 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
     char config_dir[] = "/tmp/hull-sbapi-config-XXXXXX";
     ASSERT_NE(::mkdtemp(config_dir), nullptr);
     config_dir_ = config_dir;
-    cgroup_parent_ = "/hull-sbapi-" + std::to_string(::getpid()) + "-" +
-                     ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    for (char& c : cgroup_parent_) {
-      if (c == '/' && &c != &cgroup_parent_[0]) c = '-';
-    }
+    cgroup_parent_ = TestCgroupParent(
+        "hull-sbapi", ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::string error;
     containerd_ = PrivateContainerd::Start({.enable_cri = true,
                                             .runtime_handlers_toml = HandlersToml(),
@@ -75,21 +72,9 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
                                            &error);
     ASSERT_NE(containerd_, nullptr) << error;
     ASSERT_TRUE(containerd_->ImportImages("k8s.io", &error)) << error;
-    // runsc's sandbox, which has dropped its capabilities, mounts its chroot
-    // in containerd's temp dir (the shim's TMPDIR): it must be able to reach
-    // it through the test's directories (mkdtemp made them 0700).
-    for (const std::string& dir : {containerd_->dir(), containerd_->dir() + "/tmp", config_dir_}) {
-      fs::permissions(dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-    }
+    OpenForRunsc({containerd_->dir(), containerd_->dir() + "/tmp", config_dir_});
     cri_ = std::make_unique<CriClient>(containerd_->address());
-    ASSERT_TRUE(WaitUntil(
-        [&] {
-          CriReply r = cri_->Call("ImageStatus", {{"image", {{"image", kBusybox}}}});
-          return r.ok && r.body.contains("image") && !r.body["image"].is_null() &&
-                 !r.body["image"].value("id", "").empty();
-        },
-        30s))
-        << "CRI never saw " << kBusybox;
+    ASSERT_TRUE(WaitForCriImage(*cri_, kBusybox)) << "CRI never saw " << kBusybox;
   }
 
   void TearDown() override {

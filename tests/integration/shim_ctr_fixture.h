@@ -277,6 +277,31 @@ class HullCtrTest : public ::testing::TestWithParam<std::string> {
     return nullptr;
   }
 
+  // 64 MiB asked for in a container limited to 32 MiB: ctr's exit is 137 and
+  // TaskOOM comes before the killed init's TaskExit. The kernel may count more
+  // than one OOM in the cgroup (the v1 eventfd fires per OOM); each is
+  // published, as containerd's own shim does, and all of them come before the
+  // exit. Consecutive ones are folded here.
+  void ExpectOomKillPublishedBeforeExit(std::chrono::milliseconds timeout) {
+    auto events = StartEvents();
+    ASSERT_NE(events, nullptr);
+    CommandResult r = Run({"--rm", "--memory-limit", "33554432"}, "t1",
+                          {"dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1"}, timeout);
+    EXPECT_EQ(r.exit_code, 137) << r.Describe();
+    EXPECT_TRUE(events->WaitForOutput("/tasks/delete {\"container_id\":\"t1\"", 30s))
+        << events->Output();
+    events->Stop();
+    std::vector<std::string> order;
+    for (auto& [topic, json] : ParseEvents(events->Output())) {
+      if (json.find("\"container_id\":\"t1\"") == std::string::npos) continue;
+      if (topic == "/tasks/oom" && !order.empty() && order.back() == topic) continue;
+      order.push_back(topic);
+    }
+    std::vector<std::string> expected = {"/tasks/create", "/tasks/start", "/tasks/oom",
+                                         "/tasks/exit", "/tasks/delete"};
+    EXPECT_EQ(order, expected) << events->Output();
+  }
+
   void RemoveContainer(const std::string& id) {
     Ctr({"task", "kill", "-s", "SIGKILL", id});
     WaitForStatus(id, "STOPPED");

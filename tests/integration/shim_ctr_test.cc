@@ -407,28 +407,7 @@ TEST_P(HullCtrTest, OomKillIsPublished) {
     GTEST_SKIP() << "runsc reports no OOM kills (docs/backends.md): the sentry accounts memory "
                     "itself and the host kills the whole sandbox";
   }
-  auto events = StartEvents();
-  ASSERT_NE(events, nullptr);
-  // 32 MiB limit; dd asks for a 64 MiB buffer and fills it.
-  CommandResult r = Run({"--rm", "--memory-limit", "33554432"}, "t1",
-                        {"dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1"});
-  EXPECT_EQ(r.exit_code, 137) << r.Describe();
-  // TaskOOM comes before the TaskExit of the killed init.
-  EXPECT_TRUE(events->WaitForOutput("/tasks/delete {\"container_id\":\"t1\"", 10s))
-      << events->Output();
-  events->Stop();
-  // The kernel may count more than one OOM in the cgroup (the v1 eventfd
-  // fires per OOM); each is published, as containerd's own shim does, and all
-  // of them come before the exit. Consecutive ones are folded here.
-  std::vector<std::string> order;
-  for (auto& [topic, json] : ParseEvents(events->Output())) {
-    if (json.find("\"container_id\":\"t1\"") == std::string::npos) continue;
-    if (topic == "/tasks/oom" && !order.empty() && order.back() == topic) continue;
-    order.push_back(topic);
-  }
-  std::vector<std::string> expected = {"/tasks/create", "/tasks/start", "/tasks/oom", "/tasks/exit",
-                                       "/tasks/delete"};
-  EXPECT_EQ(order, expected) << events->Output();
+  ExpectOomKillPublishedBeforeExit(60s);
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, HullCtrTest, ::testing::Values("runc", "crun", "runsc"));

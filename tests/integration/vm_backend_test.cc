@@ -183,23 +183,7 @@ TEST_P(VmBackendTest, StdinFileAndBinaryLogsReachTheGuest) {
 // 64 MiB asked for in a container limited to 32 MiB (the guest's cgroup
 // v2): the agent reports the OOM kill, and TaskOOM comes before TaskExit.
 TEST_P(VmBackendTest, OomKillInTheGuestIsPublishedBeforeTheExit) {
-  auto events = StartEvents();
-  ASSERT_NE(events, nullptr);
-  CommandResult r = Run({"--rm", "--memory-limit", "33554432"}, "t1",
-                        {"dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1"}, kVmTimeout);
-  EXPECT_EQ(r.exit_code, 137) << r.Describe();
-  EXPECT_TRUE(events->WaitForOutput("/tasks/delete {\"container_id\":\"t1\"", 30s))
-      << events->Output();
-  events->Stop();
-  std::vector<std::string> order;
-  for (auto& [topic, json] : ParseEvents(events->Output())) {
-    if (json.find("\"container_id\":\"t1\"") == std::string::npos) continue;
-    if (topic == "/tasks/oom" && !order.empty() && order.back() == topic) continue;
-    order.push_back(topic);
-  }
-  std::vector<std::string> expected = {"/tasks/create", "/tasks/start", "/tasks/oom", "/tasks/exit",
-                                       "/tasks/delete"};
-  EXPECT_EQ(order, expected) << events->Output();
+  ExpectOomKillPublishedBeforeExit(kVmTimeout);
 }
 
 // A pod of 1.5 CPU and 256 MiB (CRI's sandbox annotations): the formula

@@ -7,6 +7,9 @@
 #include <sstream>
 #include <system_error>
 
+#include "tests/integration/cri/cri_client.h"
+#include "tests/integration/harness/host.h"
+
 namespace hull::itest {
 
 namespace fs = std::filesystem;
@@ -30,6 +33,32 @@ nlohmann::json PodSandboxConfigJson(const std::string& name, const std::string& 
           {"cpu_shares", 1536},
           {"memory_limit_in_bytes", 256 << 20}}}}},
   };
+}
+
+std::string TestCgroupParent(const std::string& prefix, const std::string& test_name) {
+  std::string name = "/" + prefix + "-" + std::to_string(::getpid()) + "-" + test_name;
+  for (size_t i = 1; i < name.size(); ++i) {
+    if (name[i] == '/') name[i] = '-';
+  }
+  return name;
+}
+
+bool WaitForCriImage(CriClient& cri, const std::string& image) {
+  using namespace std::chrono_literals;
+  return WaitUntil(
+      [&] {
+        CriReply r = cri.Call("ImageStatus", {{"image", {{"image", image}}}});
+        return r.ok && r.body.contains("image") && !r.body["image"].is_null() &&
+               !r.body["image"].value("id", "").empty();
+      },
+      30s);
+}
+
+void OpenForRunsc(const std::vector<std::string>& dirs) {
+  for (const std::string& dir : dirs) {
+    std::error_code ec;
+    fs::permissions(dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, ec);
+  }
 }
 
 std::string ReadText(const std::string& path) {

@@ -1,6 +1,8 @@
-// What the CRI tests (cri_test, sandbox_api_test) share besides the client:
-// the PodSandboxConfig they run pods with, and reading /proc and the cgroup
-// hierarchies to check what a pod leaves behind. Any thread.
+// What the CRI tests (cri_test, sandbox_api_test, cri_vm_pod_test) share
+// besides the client: the PodSandboxConfig they run pods with, their set-up
+// (the test's cgroup parent, waiting for CRI to see the imported image,
+// directories runsc must reach), and reading /proc and the cgroup hierarchies
+// to check what a pod leaves behind. Any thread.
 #pragma once
 
 #include <sys/types.h>
@@ -10,6 +12,20 @@
 #include <vector>
 
 namespace hull::itest {
+
+class CriClient;
+
+// The cgroup parent of one test's pods: "/<prefix>-<pid>-<test>", the
+// test's name with '/' (parameterised tests) turned into '-'.
+std::string TestCgroupParent(const std::string& prefix, const std::string& test_name);
+// Waits (up to 30 s) until CRI lists `image`: the CRI plugin learns about
+// imported images from containerd's events. False on timeout.
+bool WaitForCriImage(CriClient& cri, const std::string& image);
+// runsc's sandbox, which has dropped its capabilities, mounts its chroot in
+// containerd's temp dir (the shim's TMPDIR): it must be able to reach it
+// through the test's directories, which mkdtemp made 0700. Opens them to
+// search (0711).
+void OpenForRunsc(const std::vector<std::string>& dirs);
 
 // A PodSandboxConfig as kubelet sends it (1.23+: linux.resources): pod
 // `name` in namespace hull-test, 1.5 CPUs (quota 150000 / period 100000,
