@@ -1,9 +1,11 @@
-// VM pods through CRI: containerd 1.6.20's CRI plugin (podsandbox: the pause
-// container is a task) with the runtime handler "hull-vm", a hull config with
-// runtime = "vm" (docs/vm.md). The pod is one QEMU micro-VM under TCG, sized
-// at boot from linux.resources, holding the pause container and the pod's
-// containers. One guest at a time (RESOURCE_LOCK hull_agent_vm and
-// hull_containerd); skips, saying why, without root, QEMU or the guest image.
+// VM pods through CRI: the CRI plugin of containerd 1.6.20 and of 2.1.5
+// (sandboxer podsandbox: the pause container is a task; the Sandbox API's
+// "shim" sandboxer is in sandbox_api_test) with the runtime handler
+// "hull-vm", a hull config with runtime = "vm" (docs/vm.md). The pod is one
+// QEMU micro-VM under TCG, sized at boot from linux.resources, holding the
+// pause container and the pod's containers. One guest at a time
+// (RESOURCE_LOCK hull_agent_vm and hull_containerd); skips, saying why,
+// without root, QEMU, the guest image or (2.1.5) containerd 2.x.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -22,6 +24,7 @@
 #include "tests/integration/cri/cri_client.h"
 #include "tests/integration/cri/cri_pod.h"
 #include "tests/integration/guest_image.h"
+#include "tests/integration/harness/containerd2.h"
 #include "tests/integration/harness/harness.h"
 
 namespace hull::itest {
@@ -43,11 +46,26 @@ uint64_t U64(const json& v) {
   return 0;
 }
 
-class CriVmPodTest : public ::testing::Test {
+// Which containerd runs the pods: Debian's 1.6.20, or the harness's 2.1.5.
+struct Containerd {
+  const char* name;
+  bool v2;
+};
+
+void PrintTo(const Containerd& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class CriVmPodTest : public ::testing::TestWithParam<Containerd> {
  protected:
   void SetUp() override {
     if (std::string reason = SkipReason(); !reason.empty()) GTEST_SKIP() << reason;
     std::string why;
+    std::string containerd_dir;
+    if (GetParam().v2) {
+      containerd_dir = Containerd2Dir(&why);
+      if (containerd_dir.empty()) GTEST_SKIP() << why;
+    }
     if (!BuildGuestImage(&why)) GTEST_SKIP() << why;
     char config_dir[] = "/tmp/hull-cri-vm-XXXXXX";
     ASSERT_NE(::mkdtemp(config_dir), nullptr);
@@ -59,7 +77,8 @@ class CriVmPodTest : public ::testing::Test {
     ContainerdOptions options{
         .enable_cri = true,
         .runtime_handlers_toml = table + "]\n  runtime_type = \"io.containerd.hull.v2\"\n" + table +
-                                 ".options]\n  ConfigPath = \"" + config + "\"\n"};
+                                 ".options]\n  ConfigPath = \"" + config + "\"\n",
+        .containerd_dir = containerd_dir};
     std::string error;
     containerd_ = PrivateContainerd::Start(options, &error);
     ASSERT_NE(containerd_, nullptr) << error;
@@ -193,7 +212,7 @@ class CriVmPodTest : public ::testing::Test {
   mutable std::error_code ec_;
 };
 
-TEST_F(CriVmPodTest, SizedVmPodRunsTwoContainersInOneGuest) {
+TEST_P(CriVmPodTest, SizedVmPodRunsTwoContainersInOneGuest) {
   const json pod_config = PodConfig("vmpod");
   const std::string pod = RunPod(pod_config);
   ASSERT_FALSE(pod.empty());
@@ -299,7 +318,7 @@ TEST_F(CriVmPodTest, SizedVmPodRunsTwoContainersInOneGuest) {
 // QEMU killed under a running pod: both containers are reported exited with
 // 137 (killed with their VM), the pod is NOTREADY, and Stop/Remove leave
 // nothing.
-TEST_F(CriVmPodTest, QemuKillExitsContainersWith137AndPodIsRemovedCleanly) {
+TEST_P(CriVmPodTest, QemuKillExitsContainersWith137AndPodIsRemovedCleanly) {
   const json pod_config = PodConfig("vmkill");
   const std::string pod = RunPod(pod_config);
   ASSERT_FALSE(pod.empty());
@@ -326,14 +345,74 @@ TEST_F(CriVmPodTest, QemuKillExitsContainersWith137AndPodIsRemovedCleanly) {
   RemovePodAndCheckNothingLeft(pod, socket);
 }
 
+// containerd restarts while a VM pod runs: the restarted containerd finds
+// the pod on the same shim and QEMU, execs reach the guest, and exits that
+// happen after the restart reach it (a container that ends by itself with 5,
+// one stopped with SIGKILL: 137). Stop/Remove leave nothing.
+TEST_P(CriVmPodTest, PodSurvivesAContainerdRestart) {
+  const json pod_config = PodConfig("vmrestart");
+  const std::string pod = RunPod(pod_config);
+  ASSERT_FALSE(pod.empty());
+  const std::string c1 = StartContainer(pod, pod_config, "one");
+  ASSERT_FALSE(c1.empty());
+  // "two" exits 5 once /tmp/go exists in it.
+  json config = {{"metadata", {{"name", "two"}}},
+                 {"image", {{"image", kBusybox}}},
+                 {"command", {"sh", "-c", "while [ ! -e /tmp/go ]; do sleep 1; done; exit 5"}},
+                 {"linux", json::object()}};
+  CriReply two = cri_->RunContainer(pod, pod_config, config);
+  ASSERT_TRUE(two.ok) << two.error << "\n" << containerd_->LogTail();
+  const std::string c2 = two.body.value("container_id", "");
+  std::vector<pid_t> shims = HullShims();
+  ASSERT_EQ(shims.size(), 1u);
+  std::vector<pid_t> qemus = Qemus(pod);
+  ASSERT_EQ(qemus.size(), 1u);
+  const std::string socket = ShimSocket(pod);
+
+  std::string error;
+  ASSERT_TRUE(containerd_->Restart(&error)) << error;
+  CriReply status;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
+        return status.ok && status.body["status"].value("state", "") == "SANDBOX_READY";
+      },
+      60s))
+      << status.error << status.body.dump() << "\n"
+      << containerd_->LogTail(200);
+  EXPECT_EQ(HullShims(), shims) << "the shim must outlive containerd's restart";
+  EXPECT_EQ(Qemus(pod), qemus) << "the VM must outlive containerd's restart";
+  EXPECT_EQ(ContainerState(c1).first, "CONTAINER_RUNNING");
+  EXPECT_EQ(ContainerState(c2).first, "CONTAINER_RUNNING");
+
+  CriReply exec = Exec(c1, {"sh", "-c", "echo after; exit 3"});
+  ASSERT_TRUE(exec.ok) << exec.error;
+  EXPECT_EQ(DecodeBase64(exec.body.value("stdout", "")), "after\n");
+  EXPECT_EQ(exec.body.value("exit_code", -1), 3);
+
+  // An exit after the restart reaches the new containerd.
+  CriReply go = Exec(c2, {"touch", "/tmp/go"});
+  ASSERT_TRUE(go.ok) << go.error;
+  EXPECT_TRUE(WaitUntil([&] { return ContainerState(c2).first == "CONTAINER_EXITED"; }, 60s))
+      << ContainerState(c2).first << "\n"
+      << containerd_->LogTail(100);
+  EXPECT_EQ(ContainerState(c2).second, 5);
+  CriReply stop = cri_->Call("StopContainer", {{"container_id", c1}, {"timeout", 0}}, kCriTimeout);
+  ASSERT_TRUE(stop.ok) << stop.error << "\n" << containerd_->LogTail(100);
+  EXPECT_EQ(ContainerState(c1).first, "CONTAINER_EXITED");
+  EXPECT_EQ(ContainerState(c1).second, 137);
+
+  RemovePodAndCheckNothingLeft(pod, socket);
+}
+
 // The guest's memory cost, for [sizing] overhead_memory_mib (docs/vm.md,
 // "The guest's memory cost"): for pods of several memory limits, MemTotal
 // against QEMU's -m (what the kernel keeps) and MemTotal - MemAvailable with
 // the pause container and one idle container running (what the guest uses).
 // Prints the figures; runs only with HULL_VM_MEASURE_MEMORY=1.
-TEST_F(CriVmPodTest, MeasureGuestMemoryCost) {
-  if (std::getenv("HULL_VM_MEASURE_MEMORY") == nullptr) {
-    GTEST_SKIP() << "set HULL_VM_MEASURE_MEMORY=1 to measure";
+TEST_P(CriVmPodTest, MeasureGuestMemoryCost) {
+  if (std::getenv("HULL_VM_MEASURE_MEMORY") == nullptr || GetParam().v2) {
+    GTEST_SKIP() << "set HULL_VM_MEASURE_MEMORY=1 to measure (on containerd 1.6.20)";
   }
   for (uint64_t pod_mib : {128u, 256u, 512u, 1024u}) {
     json pod_config = PodConfig("mem" + std::to_string(pod_mib));
@@ -370,6 +449,10 @@ TEST_F(CriVmPodTest, MeasureGuestMemoryCost) {
     RemovePodAndCheckNothingLeft(pod, socket);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Containerd, CriVmPodTest,
+                         ::testing::Values(Containerd{"v1_6", false}, Containerd{"v2_1", true}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace hull::itest

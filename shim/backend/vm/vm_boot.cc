@@ -101,7 +101,8 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
   boot->vcpus = req.size && req.size->vcpus > 0 ? req.size->vcpus : 1;
   boot->memory_mib = req.size && req.size->memory_mib > 0 ? req.size->memory_mib : 256;
   boot->timeout = std::chrono::milliseconds(options_.vm.agent_timeout_ms);
-  boot->hostname = HostnameOf(req.bundle);
+  // The Sandbox API's pod has its spec here (its bundle has no config.json).
+  boot->hostname = req.spec ? req.spec->Hostname() : HostnameOf(req.bundle);
 
   Result<GuestAssets> assets = ResolveGuestAssets(options_.vm, GuestAssetDirs(self_exe_));
   if (!assets) return Post(std::move(boot->done), assets.error());
@@ -259,6 +260,10 @@ void VmBackend::OnQemuExit(int wait_status) {
     log_.Info("pod {}: QEMU killed by signal {}", sandbox_id_, WTERMSIG(wait_status));
   }
   qemu_pid_ = 0;
+  if (auto on_exit = std::move(on_sandbox_exit_)) {
+    on_sandbox_exit_ = nullptr;
+    on_exit(WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status));
+  }
   // Calls in flight fail (exits are reported as 137); later calls take the
   // no-VM paths: Kill is "already finished", Delete only cleans the share.
   oom_poll_.Reset();
@@ -312,13 +317,28 @@ void VmBackend::TeardownSandbox(Done done) {
   if (qemu_pid_ <= 0 || !agent_) {
     return StopVm(std::move(finish));
   }
-  // Power off: the agent answers, syncs and powers the guest off; QEMU
-  // exits by itself. If it has not within kPowerOffWait, it is killed.
-  auto timer = std::make_shared<EventHandle>();
-  on_qemu_exit_.push_back([this, alive, timer, finish]() mutable {
-    timer->Reset();
+  if (stopping_) {
+    // StopSandbox's power-off is under way: wait for it.
+    on_qemu_exit_.push_back([this, alive, finish]() mutable {
+      if (!alive.expired()) CleanUp();
+      finish();
+    });
+    return;
+  }
+  PowerOff([this, alive, finish]() mutable {
     if (!alive.expired()) CleanUp();
     finish();
+  });
+}
+
+void VmBackend::PowerOff(std::function<void()> then) {
+  // The agent answers, syncs and powers the guest off; QEMU exits by
+  // itself. If it has not within kPowerOffWait, it is killed.
+  std::weak_ptr<bool> alive = alive_;
+  auto timer = std::make_shared<EventHandle>();
+  on_qemu_exit_.push_back([timer, then = std::move(then)] {
+    timer->Reset();
+    then();
   });
   *timer = loop_.AddTimer(kPowerOffWait, [this, alive] {
     if (!alive.expired() && qemu_pid_ > 0) ::kill(qemu_pid_, SIGKILL);
@@ -336,6 +356,37 @@ void VmBackend::TeardownSandbox(Done done) {
         log_.Warn("pod {}: DestroySandbox: {}; killing QEMU", sandbox_id_, r.error().ToString());
         ::kill(qemu_pid_, SIGKILL);
       });
+}
+
+// ---- the Sandbox API's sandbox process: QEMU ----
+
+void VmBackend::StartSandbox(std::function<void(int)> on_exit,
+                             std::function<void(Result<pid_t>)> done) {
+  if (qemu_pid_ <= 0 || !agent_) {
+    return loop_.Post([done = std::move(done)] {
+      done(FailedPreconditionError("the pod's VM is not running"));
+    });
+  }
+  on_sandbox_exit_ = std::move(on_exit);
+  loop_.Post([pid = qemu_pid_, done = std::move(done)] { done(pid); });
+}
+
+void VmBackend::StopSandbox(Done done) {
+  if (qemu_pid_ > 0 && !tearing_down_ && !stopping_) {
+    stopping_ = true;
+    std::weak_ptr<bool> alive = alive_;
+    auto stopped = [this, alive] {
+      if (!alive.expired()) stopping_ = false;
+    };
+    if (agent_) {
+      oom_poll_.Reset();
+      PowerOff(std::move(stopped));
+    } else {
+      on_qemu_exit_.push_back(std::move(stopped));
+      ::kill(qemu_pid_, SIGKILL);
+    }
+  }
+  Post(std::move(done), Status::Ok());
 }
 
 // ---- the `delete` action ----
