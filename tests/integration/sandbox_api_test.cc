@@ -392,6 +392,12 @@ TEST_P(SandboxApiTest, ShimSandboxerRunsAPodWithTwoContainers) {
   EXPECT_GT(U64(s["memory"]["working_set_bytes"]["value"]), 0u) << s.dump();
 
   RemovePodAndCheckNothingLeft(pod);
+  if (vm()) {
+    // StopSandbox powered the guest off; QEMU was not killed.
+    EXPECT_NE(containerd_->LogTail(100000).find("QEMU exited with status 0 (the guest powered off)"),
+              std::string::npos)
+        << containerd_->LogTail(100);
+  }
 }
 
 // containerd restarts while the pod runs: it reconnects to the same server
