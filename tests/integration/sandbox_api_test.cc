@@ -160,9 +160,9 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
   }
 
   std::string RunPod(const json& pod_config) {
-    CriReply run = cri_->Call(
-        "RunPodSandbox", {{"config", pod_config}, {"runtime_handler", GetParam().handler}},
-        CallTimeout());
+    CriReply run = cri_->Call("RunPodSandbox",
+                              {{"config", pod_config}, {"runtime_handler", GetParam().handler}},
+                              CallTimeout());
     EXPECT_TRUE(run.ok) << run.error << "\n" << containerd_->LogTail(200);
     return run.ok ? run.body.value("pod_sandbox_id", "") : "";
   }
@@ -223,11 +223,10 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
     return found;
   }
   CriReply Exec(const std::string& container, const std::string& script) const {
-    return cri_->Call("ExecSync",
-                      {{"container_id", container},
-                       {"cmd", {"sh", "-c", script}},
-                       {"timeout", ExecTimeout()}},
-                      CallTimeout());
+    return cri_->Call(
+        "ExecSync",
+        {{"container_id", container}, {"cmd", {"sh", "-c", script}}, {"timeout", ExecTimeout()}},
+        CallTimeout());
   }
   CommandResult RunscList() const {
     return RunCommand({"runsc", "--root", RunscRoot() + "/k8s.io", "list"});
@@ -394,8 +393,9 @@ TEST_P(SandboxApiTest, ShimSandboxerRunsAPodWithTwoContainers) {
   RemovePodAndCheckNothingLeft(pod);
   if (vm()) {
     // StopSandbox powered the guest off; QEMU was not killed.
-    EXPECT_NE(containerd_->LogTail(100000).find("QEMU exited with status 0 (the guest powered off)"),
-              std::string::npos)
+    EXPECT_NE(
+        containerd_->LogTail(100000).find("QEMU exited with status 0 (the guest powered off)"),
+        std::string::npos)
         << containerd_->LogTail(100);
   }
 }
@@ -435,7 +435,8 @@ TEST_P(SandboxApiTest, PodSurvivesAContainerdRestart) {
   ASSERT_TRUE(exec.ok) << exec.error;
   EXPECT_EQ(DecodeBase64(exec.body.value("stdout", "")), "sbrestart\n");
   // An exit after the restart reaches the new containerd.
-  CriReply stop = cri_->Call("StopContainer", {{"container_id", c1}, {"timeout", 0}}, CallTimeout());
+  CriReply stop =
+      cri_->Call("StopContainer", {{"container_id", c1}, {"timeout", 0}}, CallTimeout());
   ASSERT_TRUE(stop.ok) << stop.error << "\n" << containerd_->LogTail(100);
   CriReply stopped = cri_->Call("ContainerStatus", {{"container_id", c1}});
   ASSERT_TRUE(stopped.ok) << stopped.error;

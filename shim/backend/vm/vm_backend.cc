@@ -267,8 +267,9 @@ void VmBackend::Stats(const std::string& id, pid_t,
   if (id == sandbox_id_ && !containers_.contains(id)) {
     // The Sandbox API's pod (SandboxMetrics) has no container in the guest.
     return loop_.Post([done = std::move(done)] {
-      done(UnimplementedError("the VM pod's sandbox has no metrics of its own (its containers' "
-                              "stats are per container)"));
+      done(
+          UnimplementedError("the VM pod's sandbox has no metrics of its own (its containers' "
+                             "stats are per container)"));
     });
   }
   pb::StatsContainerRequest req;

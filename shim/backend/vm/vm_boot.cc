@@ -363,9 +363,8 @@ void VmBackend::PowerOff(std::function<void()> then) {
 void VmBackend::StartSandbox(std::function<void(int)> on_exit,
                              std::function<void(Result<pid_t>)> done) {
   if (qemu_pid_ <= 0 || !agent_) {
-    return loop_.Post([done = std::move(done)] {
-      done(FailedPreconditionError("the pod's VM is not running"));
-    });
+    return loop_.Post(
+        [done = std::move(done)] { done(FailedPreconditionError("the pod's VM is not running")); });
   }
   on_sandbox_exit_ = std::move(on_exit);
   loop_.Post([pid = qemu_pid_, done = std::move(done)] { done(pid); });
