@@ -478,6 +478,7 @@ TEST_F(CriVmPodTest, HostNetworkPodIsRefused) {
   CriReply r = cri_->Call("RunPodSandbox",
                           {{"config", pod_config}, {"runtime_handler", "hull-vm"}}, kCriTimeout);
   ASSERT_FALSE(r.ok);
+  EXPECT_EQ(r.error.rfind("INVALID_ARGUMENT:", 0), 0u) << r.error;
   EXPECT_NE(r.error.find("host's network"), std::string::npos) << r.error;
   EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 60s));
   EXPECT_TRUE(ProcessesMatching("qemu-system").empty() ||
