@@ -14,6 +14,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -26,9 +27,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "tests/integration/cri/cri_client.h"
 #include "tests/integration/cri/cri_pod.h"
-#include "base/unique_fd.h"
 #include "tests/integration/guest_image.h"
 #include "tests/integration/harness/command.h"
 #include "tests/integration/harness/harness.h"
@@ -45,6 +46,17 @@ constexpr char kVmRunRoot[] = "/run/hull/vm/";
 // Boots take 1.3 s idle and 5-15 s on the loaded 2-core machine; each CRI
 // call that reaches the guest waits for crun under TCG.
 constexpr auto kCriTimeout = 180s;
+
+// The entries of the vm backend's run root, sorted.
+std::vector<std::string> VmRunDirs() {
+  std::vector<std::string> dirs;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(kVmRunRoot, ec)) {
+    dirs.push_back(entry.path().filename());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
 
 uint64_t U64(const json& v) {
   if (v.is_string()) return std::stoull(v.get<std::string>());
@@ -434,8 +446,7 @@ TEST_F(CriVmPodTest, ClientOnTheBridgeReachesServerInVmPodOnPodIp) {
 
   json server = {{"metadata", {{"name", "server"}}},
                  {"image", {{"image", kBusybox}}},
-                 {"command",
-                  {"sh", "-c", "while true; do nc -l -p 8080 -e echo pod-answer; done"}},
+                 {"command", {"sh", "-c", "while true; do nc -l -p 8080 -e echo pod-answer; done"}},
                  {"log_path", "server.log"},
                  {"linux", json::object()}};
   CriReply started = cri_->RunContainer(pod, pod_config, server);
@@ -464,9 +475,9 @@ TEST_F(CriVmPodTest, ClientOnTheBridgeReachesServerInVmPodOnPodIp) {
   // ingress qdisc is in it.
   if (fs::exists(netns)) {
     EXPECT_FALSE(RunCommand({"nsenter", in_netns, "ip", "link", "show", "hulltap0"}).ok());
-    EXPECT_EQ(RunCommand({"nsenter", in_netns, "tc", "qdisc", "show", "dev", "eth0"})
-                  .out.find("ingress"),
-              std::string::npos);
+    EXPECT_EQ(
+        RunCommand({"nsenter", in_netns, "tc", "qdisc", "show", "dev", "eth0"}).out.find("ingress"),
+        std::string::npos);
   }
 }
 
@@ -475,14 +486,15 @@ TEST_F(CriVmPodTest, ClientOnTheBridgeReachesServerInVmPodOnPodIp) {
 TEST_F(CriVmPodTest, HostNetworkPodIsRefused) {
   json pod_config =
       PodSandboxConfigJson("vmhost", cgroup_parent_, containerd_->dir() + "/pods/vmhost", true);
-  CriReply r = cri_->Call("RunPodSandbox",
-                          {{"config", pod_config}, {"runtime_handler", "hull-vm"}}, kCriTimeout);
+  const std::vector<std::string> runs_before = VmRunDirs();
+  CriReply r = cri_->Call("RunPodSandbox", {{"config", pod_config}, {"runtime_handler", "hull-vm"}},
+                          kCriTimeout);
   ASSERT_FALSE(r.ok);
   EXPECT_EQ(r.error.rfind("INVALID_ARGUMENT:", 0), 0u) << r.error;
   EXPECT_NE(r.error.find("host's network"), std::string::npos) << r.error;
   EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 60s));
-  EXPECT_TRUE(ProcessesMatching("qemu-system").empty() ||
-              ProcessesMatching(containerd_->dir()).empty());
+  // No VM was started: no new run directory (other tests' pods may have theirs).
+  EXPECT_EQ(VmRunDirs(), runs_before);
   EXPECT_EQ(MountsUnder(containerd_->dir()), std::vector<std::string>{});
   CriReply list = cri_->Call("ListPodSandbox");
   ASSERT_TRUE(list.ok) << list.error;
