@@ -459,6 +459,14 @@ TEST_F(CriVmPodTest, ClientOnTheBridgeReachesServerInVmPodOnPodIp) {
   const std::string addr_out = DecodeBase64(addr.body.value("stdout", ""));
   EXPECT_NE(addr_out.find("inet " + pod_ip + "/24"), std::string::npos) << addr_out;
 
+  // The agent's log line for the set-up (its cost in the guest).
+  const std::string console = ReadText(Bundle(pod) + "/vm-console.log");
+  const size_t network_line = console.find("network: 1 interface(s), ");
+  ASSERT_NE(network_line, std::string::npos) << console;
+  std::cout << "[ measured ] guest "
+            << console.substr(network_line, console.find('\n', network_line) - network_line)
+            << "\n";
+
   ClientNamespace client(containerd_->cni_network(), "127.201.0.250");
   ASSERT_EQ(client.error(), "");
   std::string answer, why;
