@@ -247,6 +247,20 @@ TEST_F(PodNetworkNetnsTest, WiresEth0ToATapBothWaysAndUnwiresToNothing) {
   EXPECT_TRUE(UnwirePodNetwork(path_).ok());  // idempotent
 }
 
+TEST_F(PodNetworkNetnsTest, WiringThatFailsHalfwayLeavesNoTap) {
+  // An ingress qdisc already on eth0: adding hull's fails (EEXIST) after the
+  // tap was made.
+  ASSERT_EQ(std::system(("ip -n " + name_ + " link add eth0 type veth peer name peer0 && " +
+                         "ip -n " + name_ + " link set eth0 up && ip netns exec " + name_ +
+                         " tc qdisc add dev eth0 ingress")
+                            .c_str()),
+            0);
+  Result<PodNic> nic = WirePodNetwork(path_);
+  ASSERT_FALSE(nic.has_value());
+  EXPECT_EQ(nic.error().code(), Code::kAlreadyExists) << nic.error().ToString();
+  EXPECT_EQ(In("ip link show hulltap0").find("hulltap0:"), std::string::npos);
+}
+
 TEST_F(PodNetworkNetnsTest, NoEth0IsNotFoundAndLeavesNothing) {
   Result<PodNic> nic = WirePodNetwork(path_);
   ASSERT_FALSE(nic.has_value());
