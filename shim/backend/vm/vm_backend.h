@@ -22,6 +22,7 @@
 #include "shim/backend/backend.h"
 #include "shim/backend/vm/agent_client.h"
 #include "shim/backend/vm/guest_stdio.h"
+#include "shim/backend/vm/pod_network.h"
 #include "shim/backend/vm/pod_share.h"
 #include "shim/backend/vm/qemu_command.h"
 
@@ -94,6 +95,10 @@ class VmBackend final : public Backend {
   void Connect(std::shared_ptr<Boot> boot);
   void SayHello(std::shared_ptr<Boot> boot);
   void FailBoot(std::shared_ptr<Boot> boot, Status status);
+  // The tap and redirection in the pod's namespace (pod_network.h), and
+  // the guest's network into `boot`; none for a pod without a namespace
+  // path or without eth0.
+  Result<std::optional<PodNic>> WireNetwork(const PodNetworkSpec& net, Boot* boot);
   void OnQemuExit(int wait_status);
   // Kills QEMU, then cleans the run directory and the record; `then` once
   // QEMU is reaped.
@@ -126,6 +131,7 @@ class VmBackend final : public Backend {
   std::string bundle_;   // the pod's (pause container's) bundle
   std::string run_dir_;  // <kRunRoot>/<sandbox id>
   std::unique_ptr<PodShare> share_;
+  std::string netns_path_;  // the wired pod network namespace, if any
   pid_t qemu_pid_ = 0;
   std::vector<std::function<void()>> on_qemu_exit_;
   std::function<void(int)> on_sandbox_exit_;  // StartSandbox's
