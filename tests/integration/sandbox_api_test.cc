@@ -301,7 +301,7 @@ TEST_P(SandboxApiTest, ShimSandboxerRunsAPodWithTwoContainers) {
   ASSERT_TRUE(size.is_object()) << "no hull-pod-size.json in the sandbox bundle";
   EXPECT_EQ(size.value("source", ""), "PodSandboxConfig");
   EXPECT_EQ(size.value("vcpus", 0u), 2u);
-  EXPECT_EQ(size.value("memory_mib", 0u), 320u);
+  EXPECT_EQ(size.value("memory_mib", 0u), 376u);
 
   CriReply status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
   ASSERT_TRUE(status.ok) << status.error;

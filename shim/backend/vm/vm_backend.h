@@ -83,6 +83,7 @@ class VmBackend final : public Backend {
 
   // Boot steps (PrepareSandbox).
   void Connect(std::shared_ptr<Boot> boot);
+  void JoinPodCgroupV1();
   void SayHello(std::shared_ptr<Boot> boot);
   void FailBoot(std::shared_ptr<Boot> boot, Status status);
   void OnQemuExit(int wait_status);

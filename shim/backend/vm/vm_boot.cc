@@ -12,8 +12,10 @@
 
 #include "base/file_util.h"
 #include "base/spawn.h"
+#include "cgroups/cgroups.h"
 #include "shim/backend/vm/vm_backend.h"
 #include "shim/mount/mount.h"
+#include "shim/pod/pod_cgroup.h"
 
 namespace hull::shim::vm {
 
@@ -55,6 +57,21 @@ std::string HostnameOf(const std::string& bundle) {
   auto spec = nlohmann::json::parse(*text, nullptr, false);
   if (!spec.is_object()) return "";
   return spec.value("hostname", "");
+}
+
+// The pod cgroup of the pause spec in `bundle` (docs/sizing.md); nullopt
+// when the spec names none or it has no parent.
+std::optional<std::string> PodCgroupOf(const std::string& bundle, bool systemd) {
+  auto text = ReadFile(bundle + "/config.json");
+  if (!text) return std::nullopt;
+  auto spec = nlohmann::json::parse(*text, nullptr, false);
+  if (!spec.is_object() || !spec.contains("linux") || !spec["linux"].is_object()) {
+    return std::nullopt;
+  }
+  Result<std::optional<std::string>> pod =
+      PodCgroupPath(spec["linux"].value("cgroupsPath", ""), systemd);
+  if (!pod || !*pod) return std::nullopt;
+  return **pod;
 }
 
 }  // namespace
@@ -136,6 +153,7 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
       .argv = argv, .fds = {{1, log.get()}, {2, log.get()}}, .parent_death_signal = SIGKILL});
   if (!pid) return FailBoot(boot, pid.error().WithContext("start " + assets->qemu));
   qemu_pid_ = *pid;
+  JoinPodCgroupV1();
   log_.Info("pod {}: QEMU pid {}: {} vCPUs, {} MiB, {} {}, run directory {}", sandbox_id_,
             qemu_pid_, boot->vcpus, boot->memory_mib, options_.vm.machine, options_.vm.accel,
             run_dir_);
@@ -156,6 +174,27 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
              UnavailableError("QEMU exited before the agent answered; console:\n" + ConsoleTail()));
   });
   Connect(boot);
+}
+
+// On cgroup v1 (legacy and hybrid hosts) QEMU joins the pod cgroup in every
+// hierarchy where it exists (kubelet makes it in each), so the pod's memory,
+// cpu and pids cgroups pay for its VM. Not on cgroup v2: the pod cgroup has
+// controllers enabled for its children and cannot hold a process; there
+// QEMU, the shim's child, is in the pod when [sizing] shim_in_pod_cgroup puts
+// the shim in <pod>/hull-shim. Moved right after its exec: what QEMU charged
+// before (its first milliseconds) stays where it was.
+void VmBackend::JoinPodCgroupV1() {
+  Result<cgroups::Host> host = cgroups::DetectHost();
+  if (!host || host->mode == cgroups::Mode::kUnified) return;
+  std::optional<std::string> pod = PodCgroupOf(bundle_, options_.systemd_cgroup);
+  if (!pod) return;
+  Status moved = cgroups::MoveProcess(qemu_pid_, *pod);
+  if (moved.ok()) {
+    log_.Info("pod {}: QEMU pid {} joined the pod cgroup {} (cgroup v1)", sandbox_id_, qemu_pid_,
+              *pod);
+  } else {
+    log_.Warn("pod {}: QEMU stays in the shim's cgroup: {}", sandbox_id_, moved.ToString());
+  }
 }
 
 void VmBackend::Connect(std::shared_ptr<Boot> boot) {
