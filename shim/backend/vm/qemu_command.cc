@@ -133,9 +133,9 @@ std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& op
                                   const std::string& tsc_khz) {
   const bool microvm = options.machine != "pc";
   const bool kvm = options.accel == "kvm";
-  // transparent_hugepage=never: with THP on (guests of 512 MiB and more),
+  // transparent_hugepage=never: with THP on (guests of 1 GiB and more here),
   // khugepaged raises min_free_kbytes to 44 MiB and the page reserves keep
-  // some 90 MiB of a 1 GiB guest from its workload (docs/sizing.md,
+  // some 75 MiB more of a 1 GiB guest from its workload (docs/sizing.md,
   // "Measured"). kernel_args, appended last, can turn it back on.
   std::string append =
       "console=ttyS0 quiet panic=-1 mitigations=off cryptomgr.notests transparent_hugepage=never";
