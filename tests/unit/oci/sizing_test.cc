@@ -89,7 +89,7 @@ TEST(SizingTest, QuotaMinusOneWithShares) {
   EXPECT_FALSE(size.cpu_limit_set);
   EXPECT_EQ(size.vcpus, 5u);  // ceil(0.25 + ceil(4096 / 1024))
   EXPECT_FALSE(size.vcpus_defaulted);
-  EXPECT_EQ(size.memory_mib, 1088u);
+  EXPECT_EQ(size.memory_mib, 1168u);
   EXPECT_EQ(size.pod_cpu_millis, 0u);
   EXPECT_TRUE(size.warnings.empty());
   // Shares that are not a whole number of CPUs round up.
@@ -127,7 +127,7 @@ TEST(SizingTest, MemoryOnly) {
   EXPECT_TRUE(size.cpu_shares_set);
   EXPECT_EQ(size.vcpus, 1u);
   EXPECT_TRUE(size.vcpus_defaulted);
-  EXPECT_EQ(size.memory_mib, 576u);
+  EXPECT_EQ(size.memory_mib, 640u);
   EXPECT_FALSE(size.memory_defaulted);
 }
 
@@ -289,7 +289,7 @@ TEST(SizingTest, NoInformationUsesDefaults) {
 constexpr char kCrioResources[] =
     R"({"cpu_period":100000,"cpu_quota":150000,"cpu_shares":1536,"memory_limit_in_bytes":1073741824})";
 constexpr char kCrioOverhead[] =
-    R"({"cpu_period":100000,"cpu_quota":25000,"cpu_shares":256,"memory_limit_in_bytes":134217728})";
+    R"({"cpu_period":100000,"cpu_quota":25000,"cpu_shares":256,"memory_limit_in_bytes":167772160})";
 
 TEST(SizingTest, CrioOverheadIsCarried) {
   PodSize size = SizeFromAnnotations({{std::string(crio::kPodLinuxResourcesV2), kCrioResources},
@@ -298,13 +298,13 @@ TEST(SizingTest, CrioOverheadIsCarried) {
   EXPECT_EQ(size.source, SizeSource::kCrioAnnotations);
   EXPECT_EQ(size.workload, (CpuMemory{100000, 150000, 1536, 1024 * kMiB}));
   ASSERT_TRUE(size.has_overhead);
-  EXPECT_EQ(size.overhead, (CpuMemory{100000, 25000, 256, 128 * kMiB}));
+  EXPECT_EQ(size.overhead, (CpuMemory{100000, 25000, 256, 160 * kMiB}));
   // The pod's cgroup gets workload + overhead...
   EXPECT_EQ(size.pod_cpu_millis, 1750u);
-  EXPECT_EQ(size.pod_memory_bytes, static_cast<uint64_t>(1152 * kMiB));
+  EXPECT_EQ(size.pod_memory_bytes, static_cast<uint64_t>(1184 * kMiB));
   // ... the VM gets workload + hull's own guest overhead.
   EXPECT_EQ(size.vcpus, 2u);
-  EXPECT_EQ(size.memory_mib, 1088u);
+  EXPECT_EQ(size.memory_mib, 1168u);
   EXPECT_TRUE(size.warnings.empty());
 }
 
@@ -315,7 +315,7 @@ TEST(SizingTest, CrioOldKeys) {
   EXPECT_EQ(size.source, SizeSource::kCrioAnnotations);
   EXPECT_FALSE(size.has_overhead);
   EXPECT_EQ(size.vcpus, 2u);
-  EXPECT_EQ(size.memory_mib, 1088u);
+  EXPECT_EQ(size.memory_mib, 1168u);
 }
 
 TEST(SizingTest, CrioNewKeyWins) {
@@ -359,7 +359,7 @@ TEST(SizingTest, CrioProtojsonSpelling) {
         R"({"cpuPeriod":"100000","cpuQuota":"250000","memoryLimitInBytes":"536870912"})"}},
       kPolicy);
   EXPECT_EQ(size.vcpus, 3u);
-  EXPECT_EQ(size.memory_mib, 576u);
+  EXPECT_EQ(size.memory_mib, 640u);
 }
 
 TEST(SizingTest, ContainerdKeysWinOverCrio) {
