@@ -229,7 +229,7 @@ TEST_P(VmBackendTest, PodSizeIsTheGuestSize) {
   const bool v1_pod_cgroup = !std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers") &&
                              std::filesystem::exists("/sys/fs/cgroup/memory/default");
   EXPECT_EQ(CgroupDir(qemus[0], "memory"),
-            v1_pod_cgroup ? "/default" : CgroupDir(shims[0], "memory"));
+            v1_pod_cgroup ? "/sys/fs/cgroup/memory/default" : CgroupDir(shims[0], "memory"));
   RemoveContainer("pod1");
   EXPECT_TRUE(WaitUntil([&] { return Shims().empty() && Qemus().empty(); }, 30s));
 }
