@@ -107,12 +107,20 @@ uint32_t SizeVcpus(const PodSize& size, const SizingPolicy& policy, bool& defaul
   return static_cast<uint32_t>(std::min<uint64_t>(vcpus, std::numeric_limits<uint32_t>::max()));
 }
 
+// The policy's memory share in thousandths of a percent; NaN, negative and
+// absurd values count as 0 or are clamped (at 1000%).
+uint64_t OverheadPercentMillis(double percent) {
+  if (!(percent > 0)) return 0;
+  if (percent > 1000) return 1000000;
+  return static_cast<uint64_t>(std::llround(percent * 1000));
+}
+
 uint64_t SizeMemory(const PodSize& size, const SizingPolicy& policy, bool& defaulted) {
   uint64_t mib = 0;
   defaulted = false;
   if (size.memory_limit_set) {
     uint64_t workload = CeilDiv(static_cast<uint64_t>(size.workload.memory_limit_bytes), kMiB);
-    mib = SaturatingAdd(policy.overhead_memory_mib, workload);
+    mib = SaturatingAdd(GuestMemoryOverheadMib(workload, policy), workload);
   } else {
     mib = policy.default_memory_mib;
     defaulted = true;
@@ -214,6 +222,17 @@ std::string Describe(const CpuMemory& r) {
 
 }  // namespace
 
+uint64_t GuestMemoryOverheadMib(uint64_t workload_mib, const SizingPolicy& policy) {
+  // ceil(workload * percent / 100), exact.
+  unsigned __int128 share = static_cast<unsigned __int128>(workload_mib) *
+                            OverheadPercentMillis(policy.overhead_memory_percent);
+  share = share / 100000 + (share % 100000 != 0);
+  const uint64_t proportional = share > std::numeric_limits<uint64_t>::max()
+                                    ? std::numeric_limits<uint64_t>::max()
+                                    : static_cast<uint64_t>(share);
+  return SaturatingAdd(policy.overhead_memory_mib, proportional);
+}
+
 const char* SizeSourceName(SizeSource source) {
   switch (source) {
     case SizeSource::kNone: return "no sizing information";
@@ -278,13 +297,16 @@ PodSize ComputePodSize(SizeSource source, const CpuMemory& workload, const CpuMe
   }
   size.memory_mib = SizeMemory(size, policy, size.memory_defaulted);
 
+  const uint64_t guest_overhead_mib = GuestMemoryOverheadMib(
+      size.memory_limit_set ? CeilDiv(static_cast<uint64_t>(w.memory_limit_bytes), kMiB) : 0,
+      policy);
   if (size.has_overhead && size.overhead.memory_limit_bytes > 0 &&
-      static_cast<uint64_t>(size.overhead.memory_limit_bytes) <
-          policy.overhead_memory_mib * static_cast<uint64_t>(kMiB)) {
+      guest_overhead_mib <= std::numeric_limits<uint64_t>::max() / kMiB &&
+      static_cast<uint64_t>(size.overhead.memory_limit_bytes) < guest_overhead_mib * kMiB) {
     size.warnings.push_back("overhead: the pod's RuntimeClass memory overhead (" +
                             std::to_string(size.overhead.memory_limit_bytes / kMiB) +
                             " MiB) is below hull's VM overhead (" +
-                            std::to_string(policy.overhead_memory_mib) +
+                            std::to_string(guest_overhead_mib) +
                             " MiB): the VM can outgrow the pod's cgroup");
   }
   return size;

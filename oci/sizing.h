@@ -27,8 +27,11 @@ struct SizingPolicy {
   // What the guest itself costs (kernel, hull-agent), added to the workload's
   // CPU limit before rounding up to whole vCPUs.
   double overhead_vcpus = 0.25;
-  // Same for memory, added to the workload's memory limit.
-  uint64_t overhead_memory_mib = 64;
+  // Same for memory, added to the workload's memory limit: a fixed part
+  // and a share of the limit (the guest kernel's own cost grows with its
+  // RAM), rounded up to whole MiB. Both measured (docs/sizing.md).
+  uint64_t overhead_memory_mib = 112;
+  double overhead_memory_percent = 3.0;
   // The size of a dimension the pod sets no limit for.
   uint32_t default_vcpus = 1;
   uint64_t default_memory_mib = 2048;
@@ -105,6 +108,11 @@ PodSize ComputePodSize(SizeSource source, const CpuMemory& workload, const CpuMe
 // is present, else CRI-O's (the *.crio.io spelling first), else defaults.
 PodSize SizeFromAnnotations(const std::map<std::string, std::string>& annotations,
                             const SizingPolicy& policy);
+
+// The guest's memory overhead for a workload of `workload_mib`:
+// overhead_memory_mib + ceil(workload_mib * overhead_memory_percent / 100),
+// saturating.
+uint64_t GuestMemoryOverheadMib(uint64_t workload_mib, const SizingPolicy& policy);
 
 // (c): linux.resources and linux.overhead; defaults when resources is absent.
 PodSize SizeFromPodSandboxConfig(const runtime::v1::PodSandboxConfig& config,

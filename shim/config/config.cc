@@ -87,6 +87,7 @@ bool operator==(const PodSizing& a, const PodSizing& b) {
   const oci::SizingPolicy& x = a.policy;
   const oci::SizingPolicy& y = b.policy;
   return x.overhead_vcpus == y.overhead_vcpus && x.overhead_memory_mib == y.overhead_memory_mib &&
+         x.overhead_memory_percent == y.overhead_memory_percent &&
          x.default_vcpus == y.default_vcpus && x.default_memory_mib == y.default_memory_mib &&
          x.min_memory_mib == y.min_memory_mib && x.max_vcpus == y.max_vcpus &&
          x.round_memory_to_even == y.round_memory_to_even &&

@@ -237,6 +237,9 @@ std::optional<Status> ApplySizingKey(std::string_view key, const toml::node& nod
   if (key == "overhead_memory_mib") {
     return Assign(GetUintInRange(node, origin, key, 0, kMaxMemoryMib), p.overhead_memory_mib);
   }
+  if (key == "overhead_memory_percent") {
+    return Assign(GetNonNegativeNumber(node, origin, key, 100), p.overhead_memory_percent);
+  }
   if (key == "default_vcpus") {
     return Assign(GetUint32InRange(node, origin, key, 1, kMaxVcpus), p.default_vcpus);
   }
@@ -311,6 +314,7 @@ toml::table SizingTable(const PodSizing& sizing) {
   return toml::table{
       {"overhead_vcpus", p.overhead_vcpus},
       {"overhead_memory_mib", static_cast<int64_t>(p.overhead_memory_mib)},
+      {"overhead_memory_percent", p.overhead_memory_percent},
       {"default_vcpus", static_cast<int64_t>(p.default_vcpus)},
       {"default_memory_mib", static_cast<int64_t>(p.default_memory_mib)},
       {"min_memory_mib", static_cast<int64_t>(p.min_memory_mib)},

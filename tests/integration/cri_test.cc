@@ -248,7 +248,7 @@ TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
   EXPECT_EQ(annotations.at("io.kubernetes.cri.sandbox-memory"), std::to_string(256 << 20));
 
   // ...and computed the size docs/sizing.md gives for them with the default
-  // policy: ceil(150000/100000 + 0.25) = 2 vCPUs, 256 + 64 = 320 MiB. The
+  // policy: ceil(150000/100000 + 0.25) = 2 vCPUs, 256 + 112 + 8 = 376 MiB. The
   // same size comes out of the PodSandboxConfig path (c).
   std::string error;
   runtime::v1::PodSandboxConfig proto;
@@ -260,7 +260,7 @@ TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
   if (size.is_object()) {
     EXPECT_EQ(size.value("source", ""), "containerd annotations");
     EXPECT_EQ(size.value("vcpus", 0u), 2u);
-    EXPECT_EQ(size.value("memory_mib", 0u), 320u);
+    EXPECT_EQ(size.value("memory_mib", 0u), 376u);
     EXPECT_EQ(size.value("vcpus", 0u), from_config.vcpus);
     EXPECT_EQ(size.value("memory_mib", 0u), from_config.memory_mib);
     EXPECT_EQ(size.value("cpu_quota", 0), 150000);
@@ -274,7 +274,7 @@ TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
   EXPECT_TRUE(WaitUntil(
       [&] {
         return containerd_->LogTail(100000).find(
-                   "pod size 2 vCPUs, 320 MiB (containerd annotations") != std::string::npos;
+                   "pod size 2 vCPUs, 376 MiB (containerd annotations") != std::string::npos;
       },
       10s))
       << "no pod size line in containerd's log";

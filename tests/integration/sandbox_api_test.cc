@@ -260,7 +260,7 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
       ASSERT_EQ(qemus.size(), 1u);
       EXPECT_EQ(ParentPid(qemus[0]), shim);
       const std::string cmdline = Cmdline(qemus[0]);
-      EXPECT_NE(cmdline.find("-smp 2,maxcpus=2 -m 320 "), std::string::npos) << cmdline;
+      EXPECT_NE(cmdline.find("-smp 2,maxcpus=2 -m 376 "), std::string::npos) << cmdline;
       const std::string host_boot = ReadText("/proc/sys/kernel/random/boot_id");
       std::string guest_boot;
       for (const std::string& id : containers) {
@@ -361,7 +361,7 @@ TEST_P(SandboxApiTest, ShimSandboxerRunsAPodWithTwoContainers) {
   ASSERT_TRUE(size.is_object()) << "no hull-pod-size.json in the sandbox bundle";
   EXPECT_EQ(size.value("source", ""), "PodSandboxConfig");
   EXPECT_EQ(size.value("vcpus", 0u), 2u);
-  EXPECT_EQ(size.value("memory_mib", 0u), 320u);
+  EXPECT_EQ(size.value("memory_mib", 0u), 376u);
 
   CriReply status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
   ASSERT_TRUE(status.ok) << status.error;

@@ -73,6 +73,9 @@ std::vector<std::string> GuestAssetDirs(const std::string& self_exe) {
   std::vector<std::string> dirs = {"/usr/lib/hull/guest"};
   if (!self_exe.empty()) {
     std::string bin = Dirname(self_exe);
+    // An installation under another prefix (cmake --install, hull-node's
+    // /opt/hull): <prefix>/bin and <prefix>/lib/hull/guest.
+    dirs.push_back(bin + "/../lib/hull/guest");
     dirs.push_back(bin + "/../guest-image");
     dirs.push_back(bin + "/../../guest-image");
   }
@@ -130,7 +133,12 @@ std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& op
                                   const std::string& tsc_khz, const std::optional<GuestNic>& nic) {
   const bool microvm = options.machine != "pc";
   const bool kvm = options.accel == "kvm";
-  std::string append = "console=ttyS0 quiet panic=-1 mitigations=off cryptomgr.notests";
+  // transparent_hugepage=never: with THP on (guests of 1 GiB and more here),
+  // khugepaged raises min_free_kbytes to 44 MiB and the page reserves keep
+  // some 75 MiB more of a 1 GiB guest from its workload (docs/sizing.md,
+  // "Measured"). kernel_args, appended last, can turn it back on.
+  std::string append =
+      "console=ttyS0 quiet panic=-1 mitigations=off cryptomgr.notests transparent_hugepage=never";
   if (microvm && !kvm) {
     append += " tsc=reliable no_timer_check";
     if (!tsc_khz.empty()) append += " tsc_early_khz=" + tsc_khz;

@@ -28,9 +28,11 @@ struct GuestAssets {
 };
 
 // Where the assets are looked for when `[vm]` names none, in order: the
-// package's /usr/lib/hull/guest, then the guest image tools/guest-image
-// builds next to a build tree's binary (`<bin>/../guest-image` and
-// `<bin>/../../guest-image`, `<bin>` being the directory of `self_exe`).
+// package's /usr/lib/hull/guest, `<bin>/../lib/hull/guest` (an install under
+// another prefix, such as hull-node's /opt/hull), then the guest image
+// tools/guest-image builds next to a build tree's binary
+// (`<bin>/../guest-image` and `<bin>/../../guest-image`), `<bin>` being the
+// directory of `self_exe`.
 std::vector<std::string> GuestAssetDirs(const std::string& self_exe);
 
 // Checks the options (virtiofs is Unimplemented) and finds QEMU (a path or a

@@ -93,6 +93,7 @@ class VmBackend final : public Backend {
 
   // Boot steps (PrepareSandbox).
   void Connect(std::shared_ptr<Boot> boot);
+  void JoinPodCgroupV1(const std::optional<oci::Spec>& spec);
   void SayHello(std::shared_ptr<Boot> boot);
   void FailBoot(std::shared_ptr<Boot> boot, Status status);
   // The tap and redirection in the pod's namespace (pod_network.h), and

@@ -12,9 +12,11 @@
 
 #include "base/file_util.h"
 #include "base/spawn.h"
+#include "cgroups/cgroups.h"
 #include "shim/backend/vm/pod_network.h"
 #include "shim/backend/vm/vm_backend.h"
 #include "shim/mount/mount.h"
+#include "shim/pod/pod_cgroup.h"
 
 namespace hull::shim::vm {
 
@@ -62,6 +64,15 @@ std::optional<oci::Spec> PodSpecOf(const SandboxRequest& req) {
 
 // The largest resolv.conf passed to the guest.
 constexpr size_t kMaxResolvConf = 64 * 1024;
+
+// The pod cgroup of the pod's spec (docs/sizing.md); nullopt when the spec
+// names none or it has no parent.
+std::optional<std::string> PodCgroupOf(const std::optional<oci::Spec>& spec, bool systemd) {
+  if (!spec) return std::nullopt;
+  Result<std::optional<std::string>> pod = PodCgroupPath(spec->CgroupsPath(), systemd);
+  if (!pod || !*pod) return std::nullopt;
+  return **pod;
+}
 
 }  // namespace
 
@@ -161,6 +172,7 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
   if (*nic) (*nic)->tap.reset();
   if (!pid) return FailBoot(boot, pid.error().WithContext("start " + assets->qemu));
   qemu_pid_ = *pid;
+  JoinPodCgroupV1(spec);
   log_.Info("pod {}: QEMU pid {}: {} vCPUs, {} MiB, {} {}, run directory {}", sandbox_id_,
             qemu_pid_, boot->vcpus, boot->memory_mib, options_.vm.machine, options_.vm.accel,
             run_dir_);
@@ -209,6 +221,27 @@ Result<std::optional<PodNic>> VmBackend::WireNetwork(const PodNetworkSpec& net, 
   log_.Info("pod {}: {} ({}) wired to {} in {} in {} us", sandbox_id_, kPodInterface, nic->mac,
             kPodTapName, netns_path_, boot->network_setup_us);
   return std::optional<PodNic>(std::move(*nic));
+}
+
+// On cgroup v1 (legacy and hybrid hosts) QEMU joins the pod cgroup in every
+// hierarchy where it exists (kubelet makes it in each), so the pod's memory,
+// cpu and pids cgroups pay for its VM. Not on cgroup v2: the pod cgroup has
+// controllers enabled for its children and cannot hold a process; there
+// QEMU, the shim's child, is in the pod when [sizing] shim_in_pod_cgroup puts
+// the shim in <pod>/hull-shim. Moved right after its exec: what QEMU charged
+// before (its first milliseconds) stays where it was.
+void VmBackend::JoinPodCgroupV1(const std::optional<oci::Spec>& spec) {
+  Result<cgroups::Host> host = cgroups::DetectHost();
+  if (!host || host->mode == cgroups::Mode::kUnified) return;
+  std::optional<std::string> pod = PodCgroupOf(spec, options_.systemd_cgroup);
+  if (!pod) return;
+  Status moved = cgroups::MoveProcess(qemu_pid_, *pod);
+  if (moved.ok()) {
+    log_.Info("pod {}: QEMU pid {} joined the pod cgroup {} (cgroup v1)", sandbox_id_, qemu_pid_,
+              *pod);
+  } else {
+    log_.Warn("pod {}: QEMU stays in the shim's cgroup: {}", sandbox_id_, moved.ToString());
+  }
 }
 
 void VmBackend::Connect(std::shared_ptr<Boot> boot) {

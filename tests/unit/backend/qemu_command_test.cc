@@ -82,6 +82,8 @@ TEST(QemuArgvTest, PcAndKvm) {
   std::string append = After(argv, "-append");
   EXPECT_EQ(append.find("tsc_early_khz"), std::string::npos);  // only microvm under TCG
   EXPECT_NE(append.find(" loglevel=7"), std::string::npos);
+  // The guest's THP page reserves cost a 1 GiB pod ~90 MiB (docs/sizing.md).
+  EXPECT_NE(append.find(" transparent_hugepage=never"), std::string::npos);
 }
 
 class AssetsTest : public ::testing::Test {
@@ -131,10 +133,11 @@ TEST_F(AssetsTest, EachMissingAssetIsNamed) {
 
 TEST(GuestAssetDirsTest, PackageThenBuildTree) {
   auto dirs = GuestAssetDirs("/w/build/release/bin/containerd-shim-hull-v2");
-  ASSERT_EQ(dirs.size(), 3u);
+  ASSERT_EQ(dirs.size(), 4u);
   EXPECT_EQ(dirs[0], "/usr/lib/hull/guest");
-  EXPECT_EQ(dirs[1], "/w/build/release/bin/../guest-image");
-  EXPECT_EQ(dirs[2], "/w/build/release/bin/../../guest-image");
+  EXPECT_EQ(dirs[1], "/w/build/release/bin/../lib/hull/guest");
+  EXPECT_EQ(dirs[2], "/w/build/release/bin/../guest-image");
+  EXPECT_EQ(dirs[3], "/w/build/release/bin/../../guest-image");
 }
 
 TEST(CheckFitsTest, RefusesWithTheNumbers) {

@@ -138,7 +138,8 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(c.io_uid, 0u);
   EXPECT_EQ(c.shim_cgroup, "");
   EXPECT_EQ(c.log_level, LogLevel::kInfo);
-  EXPECT_EQ(c.sizing.policy.overhead_memory_mib, 64u);
+  EXPECT_EQ(c.sizing.policy.overhead_memory_mib, 112u);
+  EXPECT_EQ(c.sizing.policy.overhead_memory_percent, 3.0);
   EXPECT_FALSE(c.sizing.pod_cgroup_limits);
   EXPECT_FALSE(c.sizing.shim_in_pod_cgroup);
 }

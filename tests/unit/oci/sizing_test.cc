@@ -30,11 +30,12 @@ Annotations Containerd(std::string period, std::string quota, std::string shares
           {std::string(kSandboxMemory), memory}};
 }
 
-const SizingPolicy kPolicy;  // the defaults: 0.25 vCPU + 64 MiB overhead
+const SizingPolicy kPolicy;  // the defaults: 0.25 vCPU, 112 MiB + 3% overhead
 
 TEST(SizingTest, PolicyDefaults) {
   EXPECT_EQ(kPolicy.overhead_vcpus, 0.25);
-  EXPECT_EQ(kPolicy.overhead_memory_mib, 64u);
+  EXPECT_EQ(kPolicy.overhead_memory_mib, 112u);
+  EXPECT_EQ(kPolicy.overhead_memory_percent, 3.0);
   EXPECT_EQ(kPolicy.default_vcpus, 1u);
   EXPECT_EQ(kPolicy.default_memory_mib, 2048u);
   EXPECT_EQ(kPolicy.min_memory_mib, 128u);
@@ -51,13 +52,13 @@ TEST(SizingTest, ContainerdAnnotationsWithLimits) {
   EXPECT_TRUE(size.cpu_shares_set);
   EXPECT_TRUE(size.memory_limit_set);
   EXPECT_EQ(size.vcpus, 1u);         // ceil(0.25 + 0.5)
-  EXPECT_EQ(size.memory_mib, 320u);  // 64 + 256
+  EXPECT_EQ(size.memory_mib, 376u);  // 112 + ceil(3% of 256) + 256
   EXPECT_FALSE(size.vcpus_defaulted);
   EXPECT_FALSE(size.memory_defaulted);
   EXPECT_EQ(size.pod_cpu_millis, 500u);
   EXPECT_EQ(size.pod_memory_bytes, static_cast<uint64_t>(256 * kMiB));
   EXPECT_TRUE(size.warnings.empty());
-  EXPECT_EQ(size.ToString().rfind("1 vCPU, 320 MiB (containerd annotations", 0), 0u)
+  EXPECT_EQ(size.ToString().rfind("1 vCPU, 376 MiB (containerd annotations", 0), 0u)
       << size.ToString();
 }
 
@@ -88,7 +89,7 @@ TEST(SizingTest, QuotaMinusOneWithShares) {
   EXPECT_FALSE(size.cpu_limit_set);
   EXPECT_EQ(size.vcpus, 5u);  // ceil(0.25 + ceil(4096 / 1024))
   EXPECT_FALSE(size.vcpus_defaulted);
-  EXPECT_EQ(size.memory_mib, 1088u);
+  EXPECT_EQ(size.memory_mib, 1168u);
   EXPECT_EQ(size.pod_cpu_millis, 0u);
   EXPECT_TRUE(size.warnings.empty());
   // Shares that are not a whole number of CPUs round up.
@@ -126,7 +127,7 @@ TEST(SizingTest, MemoryOnly) {
   EXPECT_TRUE(size.cpu_shares_set);
   EXPECT_EQ(size.vcpus, 1u);
   EXPECT_TRUE(size.vcpus_defaulted);
-  EXPECT_EQ(size.memory_mib, 576u);
+  EXPECT_EQ(size.memory_mib, 640u);
   EXPECT_FALSE(size.memory_defaulted);
 }
 
@@ -194,19 +195,20 @@ TEST(SizingTest, QuotaWithoutPeriodUsesTheKernelDefault) {
 TEST(SizingTest, PartialAnnotations) {
   PodSize size = SizeFromAnnotations({{std::string(kSandboxMemory), "1073741824"}}, kPolicy);
   EXPECT_EQ(size.source, SizeSource::kContainerdAnnotations);
-  EXPECT_EQ(size.memory_mib, 1088u);
+  EXPECT_EQ(size.memory_mib, 1168u);  // 1024 + 112 + ceil(30.72), even
   EXPECT_EQ(size.vcpus, 1u);
 }
 
 TEST(SizingTest, MemoryRounding) {
-  // 100 MiB + 1 byte is 101 MiB; + 64 = 165, rounded up to 166.
+  // 100 MiB + 1 byte is 101 MiB; + 112 + ceil(3.03) = 217, rounded up to 218.
   const std::string bytes = std::to_string(100 * kMiB + 1);
-  EXPECT_EQ(SizeFromAnnotations(Containerd("0", "0", "0", bytes), kPolicy).memory_mib, 166u);
+  EXPECT_EQ(SizeFromAnnotations(Containerd("0", "0", "0", bytes), kPolicy).memory_mib, 218u);
   SizingPolicy odd;
   odd.round_memory_to_even = false;
-  EXPECT_EQ(SizeFromAnnotations(Containerd("0", "0", "0", bytes), odd).memory_mib, 165u);
+  EXPECT_EQ(SizeFromAnnotations(Containerd("0", "0", "0", bytes), odd).memory_mib, 217u);
   // The total is rounded, not only the workload part: 63 + 100 = 163 -> 164.
   odd.overhead_memory_mib = 63;
+  odd.overhead_memory_percent = 0;
   odd.round_memory_to_even = true;
   EXPECT_EQ(
       SizeFromAnnotations(Containerd("0", "0", "0", std::to_string(100 * kMiB)), odd).memory_mib,
@@ -215,8 +217,34 @@ TEST(SizingTest, MemoryRounding) {
 
 TEST(SizingTest, MinimumMemory) {
   // 16 MiB + 64 = 80 MiB, below the 128 MiB floor.
-  PodSize size = SizeFromAnnotations(Containerd("0", "0", "0", std::to_string(16 * kMiB)), kPolicy);
+  SizingPolicy policy;
+  policy.overhead_memory_mib = 64;
+  policy.overhead_memory_percent = 0;
+  PodSize size = SizeFromAnnotations(Containerd("0", "0", "0", std::to_string(16 * kMiB)), policy);
   EXPECT_EQ(size.memory_mib, 128u);
+  // With the defaults 16 + 112 + 1 = 129 is above it: 130.
+  EXPECT_EQ(
+      SizeFromAnnotations(Containerd("0", "0", "0", std::to_string(16 * kMiB)), kPolicy).memory_mib,
+      130u);
+}
+
+// The guest's memory overhead: the fixed part plus a share of the limit,
+// rounded up; garbage shares count as 0 and huge ones saturate.
+TEST(SizingTest, GuestMemoryOverheadHasAFixedAndAProportionalPart) {
+  EXPECT_EQ(GuestMemoryOverheadMib(0, kPolicy), 112u);
+  EXPECT_EQ(GuestMemoryOverheadMib(128, kPolicy), 116u);  // ceil(3.84)
+  EXPECT_EQ(GuestMemoryOverheadMib(512, kPolicy), 128u);  // ceil(15.36)
+  EXPECT_EQ(GuestMemoryOverheadMib(2048, kPolicy), 174u);
+  SizingPolicy policy;
+  policy.overhead_memory_percent = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(GuestMemoryOverheadMib(2048, policy), 112u);
+  policy.overhead_memory_percent = -5;
+  EXPECT_EQ(GuestMemoryOverheadMib(2048, policy), 112u);
+  policy.overhead_memory_percent = 0.5;
+  EXPECT_EQ(GuestMemoryOverheadMib(1000, policy), 117u);
+  policy.overhead_memory_percent = 1e300;
+  EXPECT_EQ(GuestMemoryOverheadMib(std::numeric_limits<uint64_t>::max(), policy),
+            std::numeric_limits<uint64_t>::max());
 }
 
 TEST(SizingTest, MaxVcpus) {
@@ -231,7 +259,8 @@ TEST(SizingTest, HugeValuesSaturate) {
   const std::string max = std::to_string(std::numeric_limits<int64_t>::max());
   PodSize size = SizeFromAnnotations(Containerd("1", max, "0", max), kPolicy);
   EXPECT_EQ(size.vcpus, std::numeric_limits<uint32_t>::max());
-  EXPECT_EQ(size.memory_mib, 8796093022272u);  // ceil((2^63-1) / MiB) + 64, even
+  // ceil((2^63-1) / MiB) = 8796093022208, + 112 + ceil(3% of it), even.
+  EXPECT_EQ(size.memory_mib, 9059975812988u);
   EXPECT_EQ(size.pod_cpu_millis, std::numeric_limits<uint64_t>::max());
 }
 
@@ -260,7 +289,7 @@ TEST(SizingTest, NoInformationUsesDefaults) {
 constexpr char kCrioResources[] =
     R"({"cpu_period":100000,"cpu_quota":150000,"cpu_shares":1536,"memory_limit_in_bytes":1073741824})";
 constexpr char kCrioOverhead[] =
-    R"({"cpu_period":100000,"cpu_quota":25000,"cpu_shares":256,"memory_limit_in_bytes":134217728})";
+    R"({"cpu_period":100000,"cpu_quota":25000,"cpu_shares":256,"memory_limit_in_bytes":167772160})";
 
 TEST(SizingTest, CrioOverheadIsCarried) {
   PodSize size = SizeFromAnnotations({{std::string(crio::kPodLinuxResourcesV2), kCrioResources},
@@ -269,13 +298,13 @@ TEST(SizingTest, CrioOverheadIsCarried) {
   EXPECT_EQ(size.source, SizeSource::kCrioAnnotations);
   EXPECT_EQ(size.workload, (CpuMemory{100000, 150000, 1536, 1024 * kMiB}));
   ASSERT_TRUE(size.has_overhead);
-  EXPECT_EQ(size.overhead, (CpuMemory{100000, 25000, 256, 128 * kMiB}));
+  EXPECT_EQ(size.overhead, (CpuMemory{100000, 25000, 256, 160 * kMiB}));
   // The pod's cgroup gets workload + overhead...
   EXPECT_EQ(size.pod_cpu_millis, 1750u);
-  EXPECT_EQ(size.pod_memory_bytes, static_cast<uint64_t>(1152 * kMiB));
+  EXPECT_EQ(size.pod_memory_bytes, static_cast<uint64_t>(1184 * kMiB));
   // ... the VM gets workload + hull's own guest overhead.
   EXPECT_EQ(size.vcpus, 2u);
-  EXPECT_EQ(size.memory_mib, 1088u);
+  EXPECT_EQ(size.memory_mib, 1168u);
   EXPECT_TRUE(size.warnings.empty());
 }
 
@@ -286,7 +315,7 @@ TEST(SizingTest, CrioOldKeys) {
   EXPECT_EQ(size.source, SizeSource::kCrioAnnotations);
   EXPECT_FALSE(size.has_overhead);
   EXPECT_EQ(size.vcpus, 2u);
-  EXPECT_EQ(size.memory_mib, 1088u);
+  EXPECT_EQ(size.memory_mib, 1168u);
 }
 
 TEST(SizingTest, CrioNewKeyWins) {
@@ -330,7 +359,7 @@ TEST(SizingTest, CrioProtojsonSpelling) {
         R"({"cpuPeriod":"100000","cpuQuota":"250000","memoryLimitInBytes":"536870912"})"}},
       kPolicy);
   EXPECT_EQ(size.vcpus, 3u);
-  EXPECT_EQ(size.memory_mib, 576u);
+  EXPECT_EQ(size.memory_mib, 640u);
 }
 
 TEST(SizingTest, ContainerdKeysWinOverCrio) {
@@ -342,7 +371,7 @@ TEST(SizingTest, ContainerdKeysWinOverCrio) {
   // containerd drops the overhead: nothing carries it on this path.
   EXPECT_FALSE(size.has_overhead);
   EXPECT_EQ(size.pod_memory_bytes, static_cast<uint64_t>(256 * kMiB));
-  EXPECT_EQ(size.memory_mib, 320u);
+  EXPECT_EQ(size.memory_mib, 376u);
 }
 
 TEST(SizingTest, SmallRuntimeClassOverheadIsFlagged) {
@@ -371,7 +400,7 @@ TEST(SizingTest, PodSandboxConfigResourcesAndOverhead) {
   EXPECT_EQ(size.source, SizeSource::kPodSandboxConfig);
   EXPECT_TRUE(size.has_overhead);
   EXPECT_EQ(size.vcpus, 3u);
-  EXPECT_EQ(size.memory_mib, 2112u);
+  EXPECT_EQ(size.memory_mib, 2222u);  // 2048 + 112 + ceil(61.44)
   EXPECT_EQ(size.pod_cpu_millis, 2750u);
   EXPECT_EQ(size.pod_memory_bytes, static_cast<uint64_t>(2368 * kMiB));
   EXPECT_EQ(CpuMemoryFromProto(*resources), (CpuMemory{100000, 250000, 2560, 2048 * kMiB}));

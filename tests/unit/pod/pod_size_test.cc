@@ -52,7 +52,7 @@ TEST_F(PodSizeTest, RecordHasEveryKey) {
   EXPECT_EQ(j.size(), 12u) << j.dump();  // no "overhead": containerd carries none
   EXPECT_EQ(j["source"], "containerd annotations");
   EXPECT_EQ(j["vcpus"], 2);         // 1.5 + 0.25 -> 2
-  EXPECT_EQ(j["memory_mib"], 320);  // 256 + 64
+  EXPECT_EQ(j["memory_mib"], 376);  // 256 + 112 + ceil(3% of 256)
   EXPECT_EQ(j["cpu_period"], 100000);
   EXPECT_EQ(j["cpu_quota"], 150000);
   EXPECT_EQ(j["cpu_shares"], 1536);

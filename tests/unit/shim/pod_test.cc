@@ -58,9 +58,9 @@ TEST_F(PodTest, SandboxIsPreparedOnceBeforeTheFirstCreate) {
   EXPECT_EQ(req.id, "pause");
   EXPECT_EQ(req.bundle, bundle);
   ASSERT_TRUE(req.size.has_value());
-  // 1.5 CPUs + the default overhead -> 2 vCPUs; 256 MiB + 64 MiB.
+  // 1.5 CPUs + the default overhead -> 2 vCPUs; 256 MiB + 112 + 8 MiB.
   EXPECT_EQ(req.size->vcpus, 2u);
-  EXPECT_EQ(req.size->memory_mib, 320u);
+  EXPECT_EQ(req.size->memory_mib, 376u);
   // Computed once and recorded in the pause container's bundle.
   auto recorded = ReadPodSizeFile(bundle + "/" + std::string(kPodSizeFile));
   ASSERT_TRUE(recorded.has_value()) << recorded.error().ToString();
