@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -143,10 +144,17 @@ struct Shared {
   std::unique_ptr<EventLoop> loop = std::move(*EventLoop::Create());
   std::unique_ptr<Reaper> reaper = std::move(*Reaper::Create(*loop));
   std::string dir;
+  // HULL_FUZZ_TRACE=1: each call's method and answer on stderr (for seeds).
+  bool trace = std::getenv("HULL_FUZZ_TRACE") != nullptr;
   Shared() {
-    char tmpl[] = "/tmp/hull-agent-fuzz.XXXXXX";
+    static char tmpl[] = "/tmp/hull-agent-fuzz.XXXXXX";
     if (::mkdtemp(tmpl) == nullptr) __builtin_trap();
     dir = tmpl;
+    // The directory goes when the fuzzer exits normally (not after a crash).
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(tmpl, ec);
+    });
   }
 };
 
@@ -230,6 +238,12 @@ void FuzzAgent(Shared& s, const uint8_t* data, size_t size) {
     if (reply->header.stream_id != stream ||
         reply->header.type != static_cast<uint8_t>(hull::ttrpc::MessageType::kResponse)) {
       __builtin_trap();
+    }
+    if (s.trace) {
+      ::ttrpc::Response response;
+      response.ParseFromString(reply->body);
+      std::fprintf(stderr, "agent_request_fuzzer: %s -> %d %s\n", request.method().c_str(),
+                   response.status().code(), response.status().message().c_str());
     }
   }
   ours.reset();
