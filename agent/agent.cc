@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include "agent/agent_service.h"
 #include "agent/container_service.h"
 #include "agent/guest_init.h"
+#include "agent/guest_network.h"
 #include "agent/port_server.h"
 #include "base/event_loop.h"
 #include "base/reaper.h"
@@ -97,13 +99,28 @@ int RunAgent(const AgentOptions& options) {
   // connection's buffer (the port refuses writes, EAGAIN, until the guest
   // has seen the host attach): the server's shutdown closes the connection
   // once its replies are written, and only then does the guest go down.
-  AgentService service(**loop, AgentHooks{.power_off = [&] {
-    Log("sandbox destroyed: flushing replies");
-    server.Shutdown([&] {
-      powering_off = true;
-      (*loop)->Stop();
-    });
-  }});
+  AgentService service(
+      **loop, AgentHooks{.power_off =
+                             [&] {
+                               Log("sandbox destroyed: flushing replies");
+                               server.Shutdown([&] {
+                                 powering_off = true;
+                                 (*loop)->Stop();
+                               });
+                             },
+                         .configure_network =
+                             [](const ::hull::agent::v1::Network& network) {
+                               auto start = std::chrono::steady_clock::now();
+                               Status s = ConfigureGuestNetwork(network);
+                               auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                             std::chrono::steady_clock::now() - start)
+                                             .count();
+                               Log("network: " + std::to_string(network.interfaces_size()) +
+                                   " interface(s), " + std::to_string(network.routes_size()) +
+                                   " route(s) in " + std::to_string(us) + " us" +
+                                   (s.ok() ? "" : ": " + s.ToString()));
+                               return s;
+                             }});
   service.Register(server);
   ContainerService containers(**loop, **reaper,
                               ContainerOptions{.runtime = options.runtime,

@@ -6,6 +6,7 @@
 
 #include <utility>
 
+#include "agent/guest_network.h"
 #include "agent/system_info.h"
 #include "hull/agent/v1/agent.pb.h"
 
@@ -47,6 +48,9 @@ AgentService::AgentService(EventLoop& loop, AgentHooks hooks)
     : loop_(loop), hooks_(std::move(hooks)) {
   if (!hooks_.mount_share) hooks_.mount_share = MountShare;
   if (!hooks_.set_hostname) hooks_.set_hostname = SetHostname;
+  if (!hooks_.configure_network) {
+    hooks_.configure_network = [](const pb::Network& n) { return ConfigureGuestNetwork(n); };
+  }
 }
 
 void AgentService::Register(ttrpc::Server& server) {
@@ -91,6 +95,11 @@ void AgentService::Register(ttrpc::Server& server) {
         if (!req.hostname().empty()) {
           Status s = hooks_.set_hostname(req.hostname());
           if (!s.ok()) return r.Fail(s.WithContext("create sandbox " + req.sandbox_id()));
+        }
+        if (req.has_network()) {
+          Status s = hooks_.configure_network(req.network());
+          if (!s.ok())
+            return r.Fail(s.WithContext("create sandbox " + req.sandbox_id() + ": network"));
         }
         if (!req.share_tag().empty()) {
           Status s = hooks_.mount_share(req.share_tag(), req.share_path());

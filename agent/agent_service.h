@@ -10,6 +10,7 @@
 
 #include "base/event_loop.h"
 #include "base/status.h"
+#include "hull/agent/v1/agent.pb.h"
 #include "ttrpc/server.h"
 
 namespace hull::agent {
@@ -25,6 +26,9 @@ struct AgentHooks {
   std::function<Status(const std::string& tag, const std::string& path)> mount_share;
   // Sets the hostname; default: sethostname(2).
   std::function<Status(const std::string& hostname)> set_hostname;
+  // Configures the guest's network (CreateSandbox's `network`); default:
+  // ConfigureGuestNetwork (guest_network.h).
+  std::function<Status(const ::hull::agent::v1::Network& network)> configure_network;
 };
 
 class AgentService {

@@ -20,7 +20,8 @@ std::string GuestCgroupPath(const std::string& id);
 // - linux.cgroupsPath set to GuestCgroupPath(id);
 // - the network namespace dropped (containers share the guest's network,
 //   which is the pod's) and `path` removed from the other namespaces (a
-//   host path means nothing in the guest);
+//   host path means nothing in the guest), and with it the `net.*` entries
+//   of linux.sysctl (crun refuses them without a network namespace);
 // - process.apparmorProfile, process.selinuxLabel, linux.mountLabel and
 //   hooks removed (the guest loads no LSM policy and has no host binaries).
 // InvalidArgument when the JSON is not a spec object or has no root.path.

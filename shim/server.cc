@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -28,6 +29,9 @@
 
 namespace hull::shim {
 namespace {
+
+// How long the server outlives its ShutdownSandbox reply (see RunServer).
+constexpr std::chrono::milliseconds kShutdownLinger{500};
 
 // The shim logs to the bundle's `log` FIFO, which containerd reads and copies
 // to its own log. containerd opened it before `start`, so this never blocks.
@@ -139,12 +143,20 @@ int RunServer(const ServerArgs& args) {
   };
 
   stop_server = stop;
+  // After ShutdownSandbox has answered, the server stays kShutdownLinger
+  // before it stops. containerd's ttrpc client (Go) can lose a reply that
+  // arrives together with the connection's end: its call waits on both the
+  // reply and the client's closing, and picks either when both are ready
+  // ("failed to shutdown sandbox: ttrpc: closed", a RemovePodSandbox that
+  // fails now and then). containerd closes its connection itself.
+  EventHandle linger;
+  auto stop_after_reply = [&] { linger = loop.AddTimer(kShutdownLinger, stop); };
   SandboxService sandbox(
       ctx, pod,
       [&config_path](const std::string& bundle) {
         return ResolveContainerConfig(google::protobuf::Any(), bundle, config_path);
       },
-      MakeHostPauseRunner(reaper), stop);
+      MakeHostPauseRunner(reaper), stop_after_reply);
   sandbox.RegisterWith(server);
 
   TaskService tasks(

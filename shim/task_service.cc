@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "containerd/linux/runc/runctypes.pb.h"
 #include "containerd/runc/v1/options.pb.h"
@@ -13,6 +14,9 @@ namespace tv2 = containerd::task::v2;
 namespace {
 
 constexpr const char* kServices[] = {"containerd.task.v2.Task", "containerd.task.v3.Task"};
+// How long a Shutdown refused while containers were left waits after the last
+// delete for containerd's own (see TaskService::shutdown_requested_).
+constexpr std::chrono::seconds kShutdownGrace{2};
 
 // Responders are move-only; the callbacks that carry them are std::function,
 // which must be copyable, so they carry a shared handle instead.
@@ -136,6 +140,11 @@ void TaskService::DeleteTask(const tv2::DeleteRequest& r, Responder<tv2::DeleteR
     if (!alive.expired() && c->deleted()) {
       ctx_.log.Info("deleted container {}", id);
       pod_.DropLater(id);
+      if (shutdown_requested_ && pod_.AllDeleted()) {
+        deferred_shutdown_ = ctx_.loop.AddTimer(kShutdownGrace, [this] {
+          if (pod_.AllDeleted()) on_shutdown_();
+        });
+      }
     }
     out->Reply(*response);
   });
@@ -263,7 +272,8 @@ void TaskService::Connect(const tv2::ConnectRequest& r, Responder<tv2::ConnectRe
 void TaskService::Shutdown(const tv2::ShutdownRequest&, Responder<Empty> out) {
   out.Reply(Empty());
   // A deleted container may wait a loop turn before it is dropped.
-  if (pod_.AllDeleted()) on_shutdown_();
+  if (pod_.AllDeleted()) return on_shutdown_();
+  shutdown_requested_ = true;
 }
 
 }  // namespace hull::shim

@@ -74,6 +74,13 @@ class TaskService {
   Pod& pod_;
   ResolveOptions resolve_;
   std::function<void()> on_shutdown_;
+  // A Shutdown came while containers were left: containerd 2.x deletes a
+  // pod's sandbox task (and sends its one Shutdown) before the last app
+  // container when they all died at once (a VM pod whose QEMU was killed).
+  // Honoured after the last delete, kShutdownGrace later: containerd 1.6
+  // sends a Shutdown after every delete, and that one comes first.
+  bool shutdown_requested_ = false;
+  EventHandle deferred_shutdown_;
   // Containers of the pod whose Create is still under way.
   std::set<std::string> creating_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

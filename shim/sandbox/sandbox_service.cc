@@ -248,7 +248,8 @@ void SandboxService::Exited(int exit_status) {
   exit_status_ = static_cast<uint32_t>(exit_status);
   exited_at_ = NowTime();
   if (state_ == SandboxState::kReady) MoveTo(SandboxState::kStopped).IgnoreError();
-  ctx_.log.Info("sandbox {}: pause process {} exited with {}", id_, pid_, exit_status);
+  ctx_.log.Info("sandbox {}: {} process {} exited with {}", id_,
+                backend_->RunsSandboxProcess() ? "sandbox" : "pause", pid_, exit_status);
   std::vector<std::function<void()>> waiting = std::move(on_stopped_);
   on_stopped_.clear();
   for (auto& then : waiting) then();

@@ -20,6 +20,7 @@
 
 #include "tests/integration/cri/cri_client.h"
 #include "tests/integration/cri/cri_pod.h"
+#include "tests/integration/guest_image.h"
 #include "tests/integration/harness/containerd2.h"
 #include "tests/integration/harness/harness.h"
 
@@ -31,6 +32,7 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 
 constexpr const char* kBusybox = "docker.io/hull/busybox:latest";
+constexpr char kVmRunRoot[] = "/run/hull/vm/";
 
 // A uint64 CRI field: proto3 JSON writes 64-bit integers as strings.
 uint64_t U64(const json& v) {
@@ -39,13 +41,16 @@ uint64_t U64(const json& v) {
   return 0;
 }
 
-// The two runtime handlers with sandboxer = "shim": "hull-shim" runs the pod
-// with runc and hull's pause process, "hull-runsc-shim" in one gVisor
-// sandbox that hull creates at CreateSandbox (docs/sandbox-api.md).
+// The three runtime handlers with sandboxer = "shim": "hull-shim" runs the
+// pod with runc and hull's pause process, "hull-runsc-shim" in one gVisor
+// sandbox that hull creates at CreateSandbox, "hull-vm-shim" in one QEMU
+// micro-VM that hull boots at CreateSandbox at the pod's size
+// (docs/sandbox-api.md, docs/vm.md).
 struct ShimCase {
   const char* name;
   const char* handler;
-  bool runsc;
+  bool runsc = false;
+  bool vm = false;
 };
 
 void PrintTo(const ShimCase& c, std::ostream* os) {
@@ -59,6 +64,7 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
     std::string why;
     const std::string containerd2 = Containerd2Dir(&why);
     if (containerd2.empty()) GTEST_SKIP() << why;
+    if (vm() && !BuildGuestImage(&why)) GTEST_SKIP() << why;
 
     char config_dir[] = "/tmp/hull-sbapi-config-XXXXXX";
     ASSERT_NE(::mkdtemp(config_dir), nullptr);
@@ -120,20 +126,34 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
     const std::string runsc_config = config_dir_ + "/runsc.toml";
     std::ofstream(runsc_config) << "runtime = \"runsc\"\nroot = \"" << RunscRoot()
                                 << "\"\n[runsc_config]\nnetwork = \"none\"\n";
-    const std::string wrapper = config_dir_ + "/containerd-shim-hull-runsc";
-    std::ofstream(wrapper) << "#!/bin/sh\nHULL_CONFIG=" << runsc_config << " exec " << HullShimDir()
-                           << "/containerd-shim-hull-v2 \"$@\"\n";
-    fs::permissions(wrapper, fs::perms::owner_all);
+    const std::string wrapper = Wrapper("runsc", runsc_config);
+    // The VM: the guest image in the build tree, found by the defaults.
+    const std::string vm_config = config_dir_ + "/vm.toml";
+    std::ofstream(vm_config) << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\n";
+    const std::string vm_wrapper = Wrapper("vm", vm_config);
     // "hull-runc-type": hull installed under the runc runtime type (podsandbox
     // sandboxer), the only way CRI 2.1.5 introspects its features.
     return table + "hull-runc-type]\n  runtime_type = \"io.containerd.runc.v2\"\n" +
            "  runtime_path = \"" + HullShimDir() + "/containerd-shim-hull-v2\"\n" + table +
            "hull-shim]\n  runtime_type = \"io.containerd.hull.v2\"\n" + "  sandboxer = \"shim\"\n" +
            table + "hull-runsc-shim]\n  runtime_type = \"" + wrapper +
-           "\"\n  sandboxer = \"shim\"\n";
+           "\"\n  sandboxer = \"shim\"\n" + table + "hull-vm-shim]\n  runtime_type = \"" +
+           vm_wrapper + "\"\n  sandboxer = \"shim\"\n";
+  }
+  // containerd-shim-hull-<name>: hull with HULL_CONFIG=`config`.
+  std::string Wrapper(const std::string& name, const std::string& config) const {
+    const std::string wrapper = config_dir_ + "/containerd-shim-hull-" + name;
+    std::ofstream(wrapper) << "#!/bin/sh\nHULL_CONFIG=" << config << " exec " << HullShimDir()
+                           << "/containerd-shim-hull-v2 \"$@\"\n";
+    fs::permissions(wrapper, fs::perms::owner_all);
+    return wrapper;
   }
   std::string RunscRoot() const { return config_dir_ + "/runsc"; }
   bool runsc() const { return GetParam().runsc; }
+  bool vm() const { return GetParam().vm; }
+  // A VM's boot and every call into the guest are slow under TCG.
+  std::chrono::seconds CallTimeout() const { return vm() ? 180s : 120s; }
+  int ExecTimeout() const { return vm() ? 120 : 30; }
 
   json PodConfig(const std::string& name) const {
     return PodSandboxConfigJson(name, cgroup_parent_, containerd_->dir() + "/pods/" + name);
@@ -141,7 +161,8 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
 
   std::string RunPod(const json& pod_config) {
     CriReply run = cri_->Call("RunPodSandbox",
-                              {{"config", pod_config}, {"runtime_handler", GetParam().handler}});
+                              {{"config", pod_config}, {"runtime_handler", GetParam().handler}},
+                              CallTimeout());
     EXPECT_TRUE(run.ok) << run.error << "\n" << containerd_->LogTail(200);
     return run.ok ? run.body.value("pod_sandbox_id", "") : "";
   }
@@ -193,6 +214,20 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
     }
     return found;
   }
+  // The QEMU processes of `pod` (their command line names its run directory).
+  std::vector<pid_t> Qemus(const std::string& pod) const {
+    std::vector<pid_t> found;
+    for (pid_t p : ProcessesMatching(kVmRunRoot + pod + "/")) {
+      if (Cmdline(p).find("qemu-system") != std::string::npos) found.push_back(p);
+    }
+    return found;
+  }
+  CriReply Exec(const std::string& container, const std::string& script) const {
+    return cri_->Call(
+        "ExecSync",
+        {{"container_id", container}, {"cmd", {"sh", "-c", script}}, {"timeout", ExecTimeout()}},
+        CallTimeout());
+  }
   CommandResult RunscList() const {
     return RunCommand({"runsc", "--root", RunscRoot() + "/k8s.io", "list"});
   }
@@ -217,6 +252,28 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
   void ExpectOneSandbox(const std::string& pod, pid_t shim,
                         const std::vector<std::string>& containers) {
     std::vector<pid_t> pauses = HullProcesses(/*pause=*/true);
+    if (vm()) {
+      // QEMU is the sandbox, booted at CreateSandbox at the pod's size;
+      // the containers run in its guest.
+      EXPECT_TRUE(pauses.empty()) << "a VM pod needs no hull pause process";
+      std::vector<pid_t> qemus = Qemus(pod);
+      ASSERT_EQ(qemus.size(), 1u);
+      EXPECT_EQ(ParentPid(qemus[0]), shim);
+      const std::string cmdline = Cmdline(qemus[0]);
+      EXPECT_NE(cmdline.find("-smp 2,maxcpus=2 -m 320 "), std::string::npos) << cmdline;
+      const std::string host_boot = ReadText("/proc/sys/kernel/random/boot_id");
+      std::string guest_boot;
+      for (const std::string& id : containers) {
+        CriReply boot = Exec(id, "cat /proc/sys/kernel/random/boot_id; nproc");
+        ASSERT_TRUE(boot.ok) << boot.error;
+        const std::string out = DecodeBase64(boot.body.value("stdout", ""));
+        EXPECT_NE(out.rfind(host_boot, 0), 0u) << id << " runs on the host";
+        EXPECT_TRUE(guest_boot.empty() || out == guest_boot) << id << " is in another guest";
+        EXPECT_TRUE(out.ends_with("\n2\n")) << out;
+        guest_boot = out;
+      }
+      return;
+    }
     if (runsc()) {
       EXPECT_TRUE(pauses.empty()) << "a runsc pod needs no hull pause process";
       std::vector<pid_t> sandboxes = RunscSandboxes(pod);
@@ -252,12 +309,12 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
   void RemovePodAndCheckNothingLeft(const std::string& pod) {
     const std::string bundle = Bundle(pod);
     const std::string socket = ReadText(bundle + "/address");
-    CriReply stop = cri_->Call("StopPodSandbox", {{"pod_sandbox_id", pod}});
+    CriReply stop = cri_->Call("StopPodSandbox", {{"pod_sandbox_id", pod}}, CallTimeout());
     ASSERT_TRUE(stop.ok) << stop.error << "\n" << containerd_->LogTail(200);
     CriReply status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
     ASSERT_TRUE(status.ok) << status.error;
     EXPECT_EQ(status.body["status"].value("state", ""), "SANDBOX_NOTREADY");
-    CriReply remove = cri_->Call("RemovePodSandbox", {{"pod_sandbox_id", pod}});
+    CriReply remove = cri_->Call("RemovePodSandbox", {{"pod_sandbox_id", pod}}, CallTimeout());
     ASSERT_TRUE(remove.ok) << remove.error << "\n" << containerd_->LogTail(200);
 
     EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 20s))
@@ -266,6 +323,9 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
     EXPECT_TRUE(ProcessesMatching(pod).empty()) << "a process still names the pod " << pod;
     EXPECT_TRUE(HullProcesses(/*pause=*/true).empty()) << "a pause process is left";
     EXPECT_TRUE(RunscSandboxes(pod).empty()) << "a gVisor sandbox is left";
+    EXPECT_TRUE(Qemus(pod).empty()) << "a QEMU is left";
+    EXPECT_FALSE(fs::exists(kVmRunRoot + pod)) << "the VM's run directory is left";
+    EXPECT_EQ(MountsUnder(kVmRunRoot + pod), std::vector<std::string>{});
     EXPECT_EQ(MountsUnder(containerd_->dir()), std::vector<std::string>{});
     EXPECT_EQ(MountsUnder(config_dir_), std::vector<std::string>{});
     if (socket.rfind("unix://", 0) == 0) {
@@ -317,10 +377,9 @@ TEST_P(SandboxApiTest, ShimSandboxerRunsAPodWithTwoContainers) {
   EXPECT_EQ(HullShims(), shims) << "the containers must reach the sandbox's server";
   ExpectOneSandbox(pod, shims[0], {c1, c2});
 
-  CriReply exec = cri_->Call("ExecSync", {{"container_id", c1},
-                                          {"cmd", {"sh", "-c", "echo hello; hostname; exit 3"}},
-                                          {"timeout", 30}});
+  CriReply exec = Exec(c1, "echo hello; hostname; echo oops >&2; exit 3");
   ASSERT_TRUE(exec.ok) << exec.error;
+  EXPECT_EQ(DecodeBase64(exec.body.value("stderr", "")), "oops\n");
   EXPECT_EQ(DecodeBase64(exec.body.value("stdout", "")), "hello\nsbapi\n");
   EXPECT_EQ(exec.body.value("exit_code", -1), 3);
 
@@ -332,6 +391,13 @@ TEST_P(SandboxApiTest, ShimSandboxerRunsAPodWithTwoContainers) {
   EXPECT_GT(U64(s["memory"]["working_set_bytes"]["value"]), 0u) << s.dump();
 
   RemovePodAndCheckNothingLeft(pod);
+  if (vm()) {
+    // StopSandbox powered the guest off; QEMU was not killed.
+    EXPECT_NE(
+        containerd_->LogTail(100000).find("QEMU exited with status 0 (the guest powered off)"),
+        std::string::npos)
+        << containerd_->LogTail(100);
+  }
 }
 
 // containerd restarts while the pod runs: it reconnects to the same server
@@ -365,10 +431,17 @@ TEST_P(SandboxApiTest, PodSurvivesAContainerdRestart) {
   ASSERT_EQ(list.body.value("containers", json::array()).size(), 1u) << list.body.dump();
   EXPECT_EQ(list.body["containers"][0].value("id", ""), c1);
   EXPECT_EQ(list.body["containers"][0].value("state", ""), "CONTAINER_RUNNING");
-  CriReply exec = cri_->Call(
-      "ExecSync", {{"container_id", c1}, {"cmd", {"sh", "-c", "hostname"}}, {"timeout", 30}});
+  CriReply exec = Exec(c1, "hostname");
   ASSERT_TRUE(exec.ok) << exec.error;
   EXPECT_EQ(DecodeBase64(exec.body.value("stdout", "")), "sbrestart\n");
+  // An exit after the restart reaches the new containerd.
+  CriReply stop =
+      cri_->Call("StopContainer", {{"container_id", c1}, {"timeout", 0}}, CallTimeout());
+  ASSERT_TRUE(stop.ok) << stop.error << "\n" << containerd_->LogTail(100);
+  CriReply stopped = cri_->Call("ContainerStatus", {{"container_id", c1}});
+  ASSERT_TRUE(stopped.ok) << stopped.error;
+  EXPECT_EQ(stopped.body["status"].value("state", ""), "CONTAINER_EXITED");
+  EXPECT_EQ(stopped.body["status"].value("exit_code", 0), 137);
 
   RemovePodAndCheckNothingLeft(pod);
 }
@@ -392,6 +465,8 @@ TEST_P(SandboxApiTest, AServerThatEndsTakesItsSandboxAlong) {
   EXPECT_TRUE(HullProcesses(/*pause=*/true).empty()) << "a pause process outlived its server";
   EXPECT_TRUE(RunscSandboxes(pod).empty()) << "a gVisor sandbox outlived its server\n"
                                            << containerd_->LogTail(100);
+  EXPECT_TRUE(Qemus(pod).empty()) << "a QEMU outlived its server";
+  EXPECT_FALSE(fs::exists(kVmRunRoot + pod)) << "the VM's run directory is left";
   EXPECT_FALSE(fs::exists(bundle + "/hull-sandbox"));
   if (runsc()) {
     CommandResult list = RunscList();
@@ -433,8 +508,9 @@ TEST_P(SandboxApiTest, CriIntrospectsOnlyTheRuncRuntimeType) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Handlers, SandboxApiTest,
-                         ::testing::Values(ShimCase{"Runc", "hull-shim", false},
-                                           ShimCase{"Runsc", "hull-runsc-shim", true}),
+                         ::testing::Values(ShimCase{"Runc", "hull-shim"},
+                                           ShimCase{"Runsc", "hull-runsc-shim", true},
+                                           ShimCase{"Vm", "hull-vm-shim", false, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -47,7 +47,7 @@ class VmBackendTest : public HullCtrTest {
   }
 
   void TearDown() override {
-    if (HasFailure()) {
+    if (HasFailure() && containerd_) {
       for (const auto& entry : fs::directory_iterator(
                containerd_->state() + "/io.containerd.runtime.v2.task/default", ec_)) {
         std::cerr << "console of " << entry.path().filename() << ":\n"
@@ -251,6 +251,23 @@ TEST_P(VmBackendTest, ShimKillLeavesNoVmBehind) {
     EXPECT_TRUE(WaitUntil([&] { return ::access(address.substr(7).c_str(), F_OK) != 0; }, 30s))
         << address;
   }
+}
+
+// A test that fails with a VM pod running has its containerd torn down by
+// the harness: containerd and the shim are killed (QEMU dies with the shim)
+// and containerd never runs `delete`. The harness runs hull's `delete` in
+// each bundle instead, so the pod's run directory and the bind mounts in its
+// share go too, as containerd's cleanup would have done.
+TEST_P(VmBackendTest, HarnessTeardownWithARunningVmLeavesNothing) {
+  CommandResult r = Run({"-d"}, "t1", {"sleep", "1000"}, kVmTimeout);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  ASSERT_EQ(Qemus().size(), 1u);
+  ASSERT_EQ(RunDirs().size(), 1u);
+  ASSERT_FALSE(MountsUnder(std::string(kRunRoot) + "/t1/").empty());
+  containerd_.reset();
+  EXPECT_TRUE(WaitUntil([&] { return Qemus().empty(); }, 30s));
+  EXPECT_EQ(RunDirs(), std::vector<std::string>{});
+  EXPECT_EQ(MountsUnder(std::string(kRunRoot) + "/t1/"), std::vector<std::string>{});
 }
 
 // What cannot boot is refused with a message that says why, and leaves no

@@ -127,7 +127,7 @@ Status CheckFits(uint32_t vcpus, uint64_t memory_mib, const HostCapacity& host) 
 
 std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& options,
                                   uint32_t vcpus, uint64_t memory_mib, const VmPaths& paths,
-                                  const std::string& tsc_khz) {
+                                  const std::string& tsc_khz, const std::optional<GuestNic>& nic) {
   const bool microvm = options.machine != "pc";
   const bool kvm = options.accel == "kvm";
   std::string append = "console=ttyS0 quiet panic=-1 mitigations=off cryptomgr.notests";
@@ -158,6 +158,10 @@ std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& op
       "-device", "virtio-9p" + bus + ",fsdev=pod,mount_tag=" + std::string(kShareTag),
   };
   // clang-format on
+  if (nic) {
+    argv.insert(argv.end(), {"-netdev", "tap,id=net0,fd=" + std::to_string(nic->fd), "-device",
+                             "virtio-net" + bus + ",netdev=net0,mac=" + nic->mac});
+  }
   if (microvm) {
     argv.insert(argv.begin() + 3, {"-global", "virtio-mmio.force-legacy=false"});
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,13 +55,22 @@ struct VmPaths {
   std::string share_dir;     // exported to the guest as kShareTag
 };
 
+// The guest's NIC: a tap device QEMU gets as descriptor `fd` (its number in
+// QEMU), and the guest NIC's MAC (the pod's eth0's).
+struct GuestNic {
+  int fd = 3;
+  std::string mac;
+};
+
 // QEMU's argv: -nodefaults -no-user-config, -smp and -m fixed at boot (no
 // hotplug slots, no hotpluggable device), the serial console into
 // `console_log`, the virtio-serial agent port on a socket and the one 9p
-// share. `tsc_khz` (microvm under TCG needs it, docs/vm.md) may be empty.
+// share, and with `nic` a virtio-net device on that tap. `tsc_khz` (microvm
+// under TCG needs it, docs/vm.md) may be empty.
 std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& options,
                                   uint32_t vcpus, uint64_t memory_mib, const VmPaths& paths,
-                                  const std::string& tsc_khz);
+                                  const std::string& tsc_khz,
+                                  const std::optional<GuestNic>& nic = std::nullopt);
 
 // The host's TSC rate in kHz from /proc/cpuinfo ("cpu MHz"), or "".
 std::string HostTscKhz();

@@ -264,6 +264,14 @@ void VmBackend::Stats(const std::string& id, pid_t,
     return loop_.Post(
         [done = std::move(done)] { done(FailedPreconditionError("the pod's VM is not running")); });
   }
+  if (id == sandbox_id_ && !containers_.contains(id)) {
+    // The Sandbox API's pod (SandboxMetrics) has no container in the guest.
+    return loop_.Post([done = std::move(done)] {
+      done(
+          UnimplementedError("the VM pod's sandbox has no metrics of its own (its containers' "
+                             "stats are per container)"));
+    });
+  }
   pb::StatsContainerRequest req;
   req.set_container_id(id);
   std::weak_ptr<bool> alive = alive_;

@@ -22,6 +22,7 @@
 #include "shim/backend/backend.h"
 #include "shim/backend/vm/agent_client.h"
 #include "shim/backend/vm/guest_stdio.h"
+#include "shim/backend/vm/pod_network.h"
 #include "shim/backend/vm/pod_share.h"
 #include "shim/backend/vm/qemu_command.h"
 
@@ -43,6 +44,15 @@ class VmBackend final : public Backend {
 
   void PrepareSandbox(const SandboxRequest& req, Done done) override;
   void TeardownSandbox(Done done) override;
+  // The Sandbox API (containerd 2.x, sandboxer "shim"): the pod's sandbox
+  // process is QEMU itself, booted by PrepareSandbox at CreateSandbox.
+  // StartSandbox answers its pid; StopSandbox powers the guest off (QEMU
+  // killed if it has not exited after kPowerOffWait), and QEMU's exit
+  // reaches StartSandbox's `on_exit` (0 for a power-off, 128 + signal).
+  bool RunsSandboxProcess() const override { return true; }
+  void StartSandbox(std::function<void(int exit_status)> on_exit,
+                    std::function<void(Result<pid_t>)> done) override;
+  void StopSandbox(Done done) override;
   void Release(const std::string& id) override;
   void Create(const CreateRequest& req, Done done) override;
   void Start(const std::string& id, Done done) override;
@@ -85,10 +95,18 @@ class VmBackend final : public Backend {
   void Connect(std::shared_ptr<Boot> boot);
   void SayHello(std::shared_ptr<Boot> boot);
   void FailBoot(std::shared_ptr<Boot> boot, Status status);
+  // The tap and redirection in the pod's namespace (pod_network.h), and
+  // the guest's network into `boot`; none for a pod without a namespace
+  // path or without eth0.
+  Result<std::optional<PodNic>> WireNetwork(const PodNetworkSpec& net, Boot* boot);
   void OnQemuExit(int wait_status);
   // Kills QEMU, then cleans the run directory and the record; `then` once
   // QEMU is reaped.
   void StopVm(std::function<void()> then);
+  // Asks the agent to power the guest off (DestroySandbox); QEMU is killed
+  // if it has not exited after kPowerOffWait. `then` once QEMU is reaped.
+  // Precondition: QEMU runs and the agent is connected.
+  void PowerOff(std::function<void()> then);
   void CleanUp();
   std::string ConsoleTail() const;
 
@@ -113,11 +131,14 @@ class VmBackend final : public Backend {
   std::string bundle_;   // the pod's (pause container's) bundle
   std::string run_dir_;  // <kRunRoot>/<sandbox id>
   std::unique_ptr<PodShare> share_;
+  std::string netns_path_;  // the wired pod network namespace, if any
   pid_t qemu_pid_ = 0;
   std::vector<std::function<void()>> on_qemu_exit_;
+  std::function<void(int)> on_sandbox_exit_;  // StartSandbox's
   std::shared_ptr<AgentClient> agent_;
   EventHandle oom_poll_;
   bool tearing_down_ = false;
+  bool stopping_ = false;  // StopSandbox's power-off under way
   uint64_t next_wait_ = 0;
   std::map<std::string, Container> containers_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -12,6 +12,7 @@
 
 #include "base/file_util.h"
 #include "base/spawn.h"
+#include "shim/backend/vm/pod_network.h"
 #include "shim/backend/vm/vm_backend.h"
 #include "shim/mount/mount.h"
 
@@ -26,8 +27,11 @@ struct VmBackend::Boot {
   uint32_t vcpus = 0;
   uint64_t memory_mib = 0;
   std::string hostname;
+  // What the guest's eth0 gets (CreateSandbox); interfaces empty: no NIC.
+  pb::Network network;
   EventLoop::Clock::time_point started;  // QEMU spawned
   EventLoop::Clock::time_point deadline;
+  int64_t network_setup_us = 0;  // WireNetwork's cost on the start path
   std::chrono::milliseconds timeout{0};
   EventHandle retry;
   Status last_error;
@@ -48,14 +52,16 @@ Status MakeDirs(const std::string& path, mode_t mode) {
   return Status::Ok();
 }
 
-// The pod's hostname from the pause container's spec, if any.
-std::string HostnameOf(const std::string& bundle) {
-  auto text = ReadFile(bundle + "/config.json");
-  if (!text) return "";
-  auto spec = nlohmann::json::parse(*text, nullptr, false);
-  if (!spec.is_object()) return "";
-  return spec.value("hostname", "");
+// The pod's spec: the Sandbox API's, or the pause container's config.json.
+std::optional<oci::Spec> PodSpecOf(const SandboxRequest& req) {
+  if (req.spec) return req.spec;
+  Result<oci::Spec> spec = oci::Spec::Load(req.bundle + "/config.json");
+  if (!spec) return std::nullopt;
+  return std::move(*spec);
 }
+
+// The largest resolv.conf passed to the guest.
+constexpr size_t kMaxResolvConf = 64 * 1024;
 
 }  // namespace
 
@@ -101,7 +107,16 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
   boot->vcpus = req.size && req.size->vcpus > 0 ? req.size->vcpus : 1;
   boot->memory_mib = req.size && req.size->memory_mib > 0 ? req.size->memory_mib : 256;
   boot->timeout = std::chrono::milliseconds(options_.vm.agent_timeout_ms);
-  boot->hostname = HostnameOf(req.bundle);
+  std::optional<oci::Spec> spec = PodSpecOf(req);
+  PodNetworkSpec net = spec ? ReadPodNetworkSpec(*spec) : PodNetworkSpec{};
+  if (spec) boot->hostname = spec->Hostname();
+  if (net.host_network) {
+    // docs/vm.md, "Pod networking": the guest has a network stack of its own.
+    return Post(std::move(boot->done),
+                InvalidArgumentError("the vm backend cannot run a pod on the host's network "
+                                     "(hostNetwork: true, or a spec without a network "
+                                     "namespace): the pod's VM has its own network stack"));
+  }
 
   Result<GuestAssets> assets = ResolveGuestAssets(options_.vm, GuestAssetDirs(self_exe_));
   if (!assets) return Post(std::move(boot->done), assets.error());
@@ -130,10 +145,20 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
   UniqueFd log(
       ::open((run_dir_ + "/qemu.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!log.valid()) return FailBoot(boot, ErrnoError("open", run_dir_ + "/qemu.log"));
-  std::vector<std::string> argv =
-      QemuArgv(*assets, options_.vm, boot->vcpus, boot->memory_mib, paths, HostTscKhz());
-  Result<pid_t> pid = reaper_.Spawn(SpawnOptions{
-      .argv = argv, .fds = {{1, log.get()}, {2, log.get()}}, .parent_death_signal = SIGKILL});
+  Result<std::optional<PodNic>> nic = WireNetwork(net, boot.get());
+  if (!nic) return FailBoot(boot, nic.error());
+  std::optional<GuestNic> guest_nic;
+  SpawnOptions spawn{
+      .argv = {}, .fds = {{1, log.get()}, {2, log.get()}}, .parent_death_signal = SIGKILL};
+  if (*nic) {
+    guest_nic = GuestNic{.fd = 3, .mac = (*nic)->mac};
+    spawn.fds.push_back({3, (*nic)->tap.get()});
+  }
+  spawn.argv =
+      QemuArgv(*assets, options_.vm, boot->vcpus, boot->memory_mib, paths, HostTscKhz(), guest_nic);
+  Result<pid_t> pid = reaper_.Spawn(spawn);
+  // QEMU holds the tap now: it goes away with QEMU.
+  if (*nic) (*nic)->tap.reset();
   if (!pid) return FailBoot(boot, pid.error().WithContext("start " + assets->qemu));
   qemu_pid_ = *pid;
   log_.Info("pod {}: QEMU pid {}: {} vCPUs, {} MiB, {} {}, run directory {}", sandbox_id_,
@@ -143,7 +168,7 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
   reaper_.Watch(qemu_pid_, [this, alive](int wait_status) {
     if (!alive.expired()) OnQemuExit(wait_status);
   });
-  nlohmann::json record = {{"qemu_pid", qemu_pid_}, {"run_dir", run_dir_}};
+  nlohmann::json record = {{"qemu_pid", qemu_pid_}, {"run_dir", run_dir_}, {"netns", netns_path_}};
   Status recorded = WriteFileAtomic(bundle_ + "/" + std::string(kVmRecordFile), record.dump());
   if (!recorded.ok()) return FailBoot(boot, recorded);
 
@@ -156,6 +181,34 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
              UnavailableError("QEMU exited before the agent answered; console:\n" + ConsoleTail()));
   });
   Connect(boot);
+}
+
+Result<std::optional<PodNic>> VmBackend::WireNetwork(const PodNetworkSpec& net, Boot* boot) {
+  if (!net.resolv_conf_path.empty()) {
+    auto text = ReadFile(net.resolv_conf_path);
+    if (text && text->size() <= kMaxResolvConf) boot->network.set_resolv_conf(*text);
+  }
+  if (net.netns_path.empty()) return std::optional<PodNic>();  // ctr run: loopback only
+  auto start = std::chrono::steady_clock::now();
+  netns_path_ = net.netns_path;
+  // A tap left by an earlier shim of this pod goes first.
+  UnwirePodNetwork(netns_path_).IgnoreError();
+  Result<PodNic> nic = WirePodNetwork(netns_path_);
+  boot->network_setup_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count();
+  if (!nic && nic.error().code() == Code::kNotFound) {
+    // A namespace without eth0 (a CNI that made none): loopback only.
+    log_.Info("pod {}: {}: the guest gets loopback only", sandbox_id_, nic.error().ToString());
+    netns_path_.clear();
+    return std::optional<PodNic>();
+  }
+  if (!nic) return nic.error();
+  *boot->network.mutable_interfaces() = nic->network.interfaces();
+  *boot->network.mutable_routes() = nic->network.routes();
+  log_.Info("pod {}: {} ({}) wired to {} in {} in {} us", sandbox_id_, kPodInterface, nic->mac,
+            kPodTapName, netns_path_, boot->network_setup_us);
+  return std::optional<PodNic>(std::move(*nic));
 }
 
 void VmBackend::Connect(std::shared_ptr<Boot> boot) {
@@ -214,6 +267,8 @@ void VmBackend::SayHello(std::shared_ptr<Boot> boot) {
                                                                            boot->started);
         nlohmann::json record = {{"qemu_pid", qemu_pid_},
                                  {"run_dir", run_dir_},
+                                 {"netns", netns_path_},
+                                 {"network_setup_us", boot->network_setup_us},
                                  {"agent_ready_ms", ready.count()},
                                  {"guest_vcpus", r->vcpus()},
                                  {"guest_memory_bytes", r->memory_bytes()},
@@ -227,6 +282,7 @@ void VmBackend::SayHello(std::shared_ptr<Boot> boot) {
         create.set_hostname(boot->hostname);
         create.set_share_tag(std::string(kShareTag));
         create.set_share_path(std::string(kGuestSharePath));
+        *create.mutable_network() = boot->network;
         agent_->Call<pb::CreateSandboxResponse>(
             "CreateSandbox", create, [this, alive, boot](Result<pb::CreateSandboxResponse> c) {
               if (alive.expired() || boot->finished) return;
@@ -259,6 +315,10 @@ void VmBackend::OnQemuExit(int wait_status) {
     log_.Info("pod {}: QEMU killed by signal {}", sandbox_id_, WTERMSIG(wait_status));
   }
   qemu_pid_ = 0;
+  if (auto on_exit = std::move(on_sandbox_exit_)) {
+    on_sandbox_exit_ = nullptr;
+    on_exit(WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status));
+  }
   // Calls in flight fail (exits are reported as 137); later calls take the
   // no-VM paths: Kill is "already finished", Delete only cleans the share.
   oom_poll_.Reset();
@@ -285,6 +345,11 @@ void VmBackend::StopVm(std::function<void()> then) {
 }
 
 void VmBackend::CleanUp() {
+  if (!netns_path_.empty()) {
+    Status unwired = UnwirePodNetwork(netns_path_);
+    if (!unwired.ok()) log_.Warn("pod {}: {}", sandbox_id_, unwired.ToString());
+    netns_path_.clear();
+  }
   if (run_dir_.empty()) return;
   if (share_) {
     Status removed = share_->RemoveAll();
@@ -312,13 +377,28 @@ void VmBackend::TeardownSandbox(Done done) {
   if (qemu_pid_ <= 0 || !agent_) {
     return StopVm(std::move(finish));
   }
-  // Power off: the agent answers, syncs and powers the guest off; QEMU
-  // exits by itself. If it has not within kPowerOffWait, it is killed.
-  auto timer = std::make_shared<EventHandle>();
-  on_qemu_exit_.push_back([this, alive, timer, finish]() mutable {
-    timer->Reset();
+  if (stopping_) {
+    // StopSandbox's power-off is under way: wait for it.
+    on_qemu_exit_.push_back([this, alive, finish]() mutable {
+      if (!alive.expired()) CleanUp();
+      finish();
+    });
+    return;
+  }
+  PowerOff([this, alive, finish]() mutable {
     if (!alive.expired()) CleanUp();
     finish();
+  });
+}
+
+void VmBackend::PowerOff(std::function<void()> then) {
+  // The agent answers, syncs and powers the guest off; QEMU exits by
+  // itself. If it has not within kPowerOffWait, it is killed.
+  std::weak_ptr<bool> alive = alive_;
+  auto timer = std::make_shared<EventHandle>();
+  on_qemu_exit_.push_back([timer, then = std::move(then)] {
+    timer->Reset();
+    then();
   });
   *timer = loop_.AddTimer(kPowerOffWait, [this, alive] {
     if (!alive.expired() && qemu_pid_ > 0) ::kill(qemu_pid_, SIGKILL);
@@ -338,6 +418,36 @@ void VmBackend::TeardownSandbox(Done done) {
       });
 }
 
+// ---- the Sandbox API's sandbox process: QEMU ----
+
+void VmBackend::StartSandbox(std::function<void(int)> on_exit,
+                             std::function<void(Result<pid_t>)> done) {
+  if (qemu_pid_ <= 0 || !agent_) {
+    return loop_.Post(
+        [done = std::move(done)] { done(FailedPreconditionError("the pod's VM is not running")); });
+  }
+  on_sandbox_exit_ = std::move(on_exit);
+  loop_.Post([pid = qemu_pid_, done = std::move(done)] { done(pid); });
+}
+
+void VmBackend::StopSandbox(Done done) {
+  if (qemu_pid_ > 0 && !tearing_down_ && !stopping_) {
+    stopping_ = true;
+    std::weak_ptr<bool> alive = alive_;
+    auto stopped = [this, alive] {
+      if (!alive.expired()) stopping_ = false;
+    };
+    if (agent_) {
+      oom_poll_.Reset();
+      PowerOff(std::move(stopped));
+    } else {
+      on_qemu_exit_.push_back(std::move(stopped));
+      ::kill(qemu_pid_, SIGKILL);
+    }
+  }
+  Post(std::move(done), Status::Ok());
+}
+
 // ---- the `delete` action ----
 
 Status CleanUpAfterShim(const std::string& bundle) {
@@ -351,6 +461,7 @@ Status CleanUpAfterShim(const std::string& bundle) {
   }
   pid_t pid = record.value("qemu_pid", 0);
   std::string run_dir = record.value("run_dir", "");
+  std::string netns = record.value("netns", "");
   // Only that QEMU: its command line names the run directory (an exited
   // one, a zombie, has none). containerd runs `delete` as soon as a server's
   // connection closes, also after an orderly Shutdown while the server is
@@ -367,6 +478,8 @@ Status CleanUpAfterShim(const std::string& bundle) {
       for (int i = 0; i < 100 && running(); ++i) ::usleep(10'000);
     }
   }
+  // The tap went with QEMU; eth0's redirection stays until removed.
+  UnwirePodNetwork(netns).IgnoreError();
   if (run_dir.rfind(std::string(kRunRoot) + "/", 0) == 0) {
     UnmountAll(run_dir + "/share").IgnoreError();
     std::error_code ec;

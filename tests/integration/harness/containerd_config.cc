@@ -127,7 +127,7 @@ std::string CniConflist(const ConfigInputs& in) {
         "dataDir": ")" +
          in.dir + R"(/cni/ipam",
         "ranges": [[{"subnet": ")" +
-         kPodSubnet + R"("}]],
+         kPodSubnet + R"(", "rangeEnd": ")" + kPodRangeEnd + R"("}]],
         "routes": []
       }
     },

@@ -18,6 +18,9 @@ struct ConfigInputs {
 // The pod subnet. Pod traffic stays on this loopback range: the host and the
 // pods route all of 127.0.0.0/8 to their own lo, so nothing leaves the host.
 inline constexpr const char* kPodSubnet = "127.201.0.0/24";
+// host-local gives pods addresses up to here; the rest of the subnet is for
+// tests' own namespaces on the bridge (cri_vm_pod_test's client).
+inline constexpr const char* kPodRangeEnd = "127.201.0.199";
 
 std::string ContainerdConfigToml(const ContainerdOptions& options, const ConfigInputs& in);
 

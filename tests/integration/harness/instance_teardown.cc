@@ -22,8 +22,12 @@ namespace {
 constexpr auto kKillWait = std::chrono::seconds(10);
 // The per-runtime directory of containerd's state; one bundle per <ns>/<id>.
 constexpr const char* kTaskStateDir = "/state/io.containerd.runtime.v2.task";
+// containerd 2.x's sandbox bundles (sandboxer "shim"), also <ns>/<id>.
+constexpr const char* kSandboxStateDir = "/state/io.containerd.sandbox.controller.v1.shim";
 // Where the stock runc shim keeps runc's state (its default runc root).
 constexpr const char* kRuncShimRoot = "/run/containerd/runc";
+// What hull's `start` writes into every bundle it serves.
+constexpr const char* kHullBundleConfig = "hull-config.toml";
 
 bool InOtherPidNamespace(pid_t pid) {
   std::error_code ec1, ec2;
@@ -72,6 +76,29 @@ void KillContainersAndRemoveSockets(const std::string& dir) {
   }
 }
 
+// What containerd does for a dead shim at its next start, and never will
+// here (the directory goes): `containerd-shim-hull-v2 delete` in each of
+// hull's bundles. It cleans what the server kept outside the directory: a
+// VM pod's run directory under /run/hull/vm with its bind mounts, the pod
+// cgroup, the runtime's state.
+void RunHullDeletes(const std::string& dir) {
+  const std::string shim_dir = HullShimDir();
+  if (shim_dir.empty()) return;
+  for (const char* state : {kTaskStateDir, kSandboxStateDir}) {
+    std::error_code ec;
+    for (const auto& ns : fs::directory_iterator(dir + state, ec)) {
+      std::error_code ec2;
+      for (const auto& bundle : fs::directory_iterator(ns.path(), ec2)) {
+        if (::access((bundle.path() / kHullBundleConfig).c_str(), F_OK) != 0) continue;
+        RunCommand({shim_dir + "/containerd-shim-hull-v2", "-namespace", ns.path().filename(),
+                    "-address", dir + "/containerd.sock", "-id", bundle.path().filename(),
+                    "-bundle", bundle.path().string(), "delete"},
+                   std::chrono::seconds(20));
+      }
+    }
+  }
+}
+
 void RemoveNetwork(const std::string& network) {
   // Pod veths vanish with their network namespaces; the bridge does not.
   if (::access(("/sys/class/net/" + network).c_str(), F_OK) == 0) {
@@ -93,6 +120,7 @@ std::string CniNetworkFor(const std::string& dir) {
 void TearDownInstance(const std::string& dir) {
   KillProcesses(dir);
   KillContainersAndRemoveSockets(dir);
+  RunHullDeletes(dir);
   for (const auto& m : UnmountUnder(dir)) {
     std::cerr << "hull-itest: could not unmount " << m << "\n";
   }

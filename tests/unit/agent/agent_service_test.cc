@@ -40,6 +40,11 @@ class AgentServiceTest : public ::testing::Test {
                           hostnames_.push_back(name);
                           return Status::Ok();
                         },
+                    .configure_network =
+                        [this](const pb::Network& network) {
+                          networks_.push_back(network.SerializeAsString());
+                          return network_result_;
+                        },
                 });
     service_->Register(*server_);
     int fds[2];
@@ -80,6 +85,8 @@ class AgentServiceTest : public ::testing::Test {
   std::vector<std::string> mounts_;
   std::vector<std::string> hostnames_;
   Status mount_result_ = Status::Ok();
+  std::vector<std::string> networks_;  // serialized
+  Status network_result_ = Status::Ok();
 };
 
 TEST_F(AgentServiceTest, HelloDescribesThisMachine) {
@@ -122,6 +129,39 @@ TEST_F(AgentServiceTest, CreateSandboxRefusesBadRequestsAndReportsMountFailures)
   // Nothing was recorded: a later, good CreateSandbox goes ahead.
   mount_result_ = Status::Ok();
   EXPECT_TRUE(Create("p2").has_value());
+}
+
+TEST_F(AgentServiceTest, CreateSandboxTouchesTheNetworkOnlyWhenGivenOne) {
+  ASSERT_TRUE(Create("p0").has_value());
+  EXPECT_TRUE(networks_.empty());  // no `network`: not touched
+
+  pb::CreateSandboxRequest req;
+  req.set_sandbox_id("p1");
+  pb::NetworkInterface* nic = req.mutable_network()->add_interfaces();
+  nic->set_name("eth0");
+  nic->set_mac("0a:58:7f:c9:00:02");
+  network_result_ = NotFoundError("no guest NIC has the MAC 0a:58:7f:c9:00:02");
+  // Another sandbox id is AlreadyExists before the network is looked at.
+  EXPECT_EQ(Call<pb::CreateSandboxResponse>("CreateSandbox", req).error().code(),
+            Code::kAlreadyExists);
+  EXPECT_TRUE(networks_.empty());
+}
+
+TEST_F(AgentServiceTest, CreateSandboxFailsWithTheNetworkAndRecordsNothing) {
+  pb::CreateSandboxRequest req;
+  req.set_sandbox_id("p1");
+  pb::NetworkInterface* nic = req.mutable_network()->add_interfaces();
+  nic->set_name("eth0");
+  nic->set_mac("0a:58:7f:c9:00:02");
+  network_result_ = NotFoundError("no guest NIC has the MAC 0a:58:7f:c9:00:02");
+  auto failed = Call<pb::CreateSandboxResponse>("CreateSandbox", req);
+  ASSERT_FALSE(failed.has_value());
+  EXPECT_EQ(failed.error().code(), Code::kNotFound);
+  ASSERT_EQ(networks_.size(), 1u);
+  EXPECT_EQ(networks_[0], req.network().SerializeAsString());
+  network_result_ = Status::Ok();
+  ASSERT_TRUE(Call<pb::CreateSandboxResponse>("CreateSandbox", req).has_value());
+  EXPECT_EQ(networks_.size(), 2u);
 }
 
 TEST_F(AgentServiceTest, DestroySandboxAnswersThenPowersOffOnce) {

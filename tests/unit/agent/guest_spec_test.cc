@@ -24,6 +24,7 @@ json HostSpec() {
               "mountLabel": "system_u:object_r:container_file_t:s0",
               "namespaces": [{"type": "pid"}, {"type": "network", "path": "/var/run/netns/cni-1"},
                              {"type": "ipc", "path": "/proc/42/ns/ipc"}, {"type": "mount"}],
+              "sysctl": {"net.ipv4.ip_unprivileged_port_start": "0", "kernel.msgmax": "8192"},
               "resources": {"memory": {"limit": 1048576}}}
   })");
 }
@@ -41,6 +42,8 @@ TEST(GuestSpecTest, RewritesWhatOnlyTheHostHas) {
   EXPECT_FALSE(spec["process"].contains("apparmorProfile"));
   EXPECT_FALSE(spec["process"].contains("selinuxLabel"));
   EXPECT_FALSE(spec["linux"].contains("mountLabel"));
+  // The network's sysctls go with the network namespace; the others stay.
+  EXPECT_EQ(spec["linux"]["sysctl"], json::parse(R"({"kernel.msgmax": "8192"})"));
   // The rest as it came.
   EXPECT_EQ(spec["linux"]["resources"]["memory"]["limit"], 1048576);
   EXPECT_EQ(spec["process"]["args"], json::array({"sh"}));

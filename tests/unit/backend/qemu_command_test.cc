@@ -59,6 +59,17 @@ TEST(QemuArgvTest, MicrovmFromThePodSize) {
   }
 }
 
+TEST(QemuArgvTest, TheNicIsATapDescriptorWithEth0sMac) {
+  EXPECT_FALSE(Has(QemuArgv(kAssets, VmOptions{}, 1, 256, kPaths, ""), "-netdev"));
+  auto argv = QemuArgv(kAssets, VmOptions{}, 1, 256, kPaths, "",
+                       GuestNic{.fd = 3, .mac = "0a:58:7f:c9:00:02"});
+  EXPECT_EQ(After(argv, "-netdev"), "tap,id=net0,fd=3");
+  EXPECT_TRUE(Has(argv, "virtio-net-device,netdev=net0,mac=0a:58:7f:c9:00:02"));
+  auto pc = QemuArgv(kAssets, VmOptions{.machine = "pc"}, 1, 256, kPaths, "",
+                     GuestNic{.fd = 3, .mac = "0a:58:7f:c9:00:02"});
+  EXPECT_TRUE(Has(pc, "virtio-net-pci,netdev=net0,mac=0a:58:7f:c9:00:02"));
+}
+
 TEST(QemuArgvTest, PcAndKvm) {
   VmOptions options{.machine = "pc", .accel = "kvm", .kernel_args = "loglevel=7"};
   auto argv = QemuArgv(kAssets, options, 4, 1024, kPaths, "2400000");

@@ -329,5 +329,20 @@ TEST_F(TaskRpcTest, ShutdownStopsOnlyOnceEveryContainerIsDeleted) {
   EXPECT_TRUE(shutdown_called_);
 }
 
+// containerd 2.x deletes a dead pod's sandbox task, and sends its one
+// Shutdown, before the last app container: the server ends once that one is
+// deleted too (after a grace period for a Shutdown of its own).
+TEST_F(TaskRpcTest, AShutdownRefusedWhileContainersLivedEndsTheServerAfterTheLastDelete) {
+  ASSERT_NO_FATAL_FAILURE(Created("c1"));
+  ASSERT_NO_FATAL_FAILURE(Created("c2"));
+  ASSERT_TRUE(Delete("c1").has_value());
+  tv2::ShutdownRequest shutdown;
+  ASSERT_TRUE(Call<Empty>("Shutdown", shutdown).has_value());
+  EXPECT_FALSE(shutdown_called_);
+  ASSERT_TRUE(Delete("c2").has_value());
+  EXPECT_FALSE(shutdown_called_);
+  EXPECT_TRUE(RunUntil([&] { return shutdown_called_; }));
+}
+
 }  // namespace
 }  // namespace hull::shim::testing
