@@ -4,7 +4,7 @@
 //   one after the other on one connection through the real ttrpc server
 //   into the real AgentService and ContainerService, each answered before
 //   the next is sent. The machine is not touched: the sandbox hooks
-//   (hostname, 9p mount, power-off) only record, and the containers'
+//   (hostname, 9p mount, network, power-off) only record, and the containers'
 //   backend runs nothing (PretendBackend: a create "succeeds" with a pid no
 //   process can have, so the later calls meet a container; an exec is
 //   refused, so no exec ever gets a pid the agent would signal or reap).
@@ -168,11 +168,14 @@ struct Agent {
   agent::ContainerService containers;
   Agent(Shared& s)
       : server(*s.loop),
-        sandbox(*s.loop,
-                agent::AgentHooks{.power_off = [this] { ++powered_off; },
-                                  .mount_share = [](const std::string&,
-                                                    const std::string&) { return Status::Ok(); },
-                                  .set_hostname = [](const std::string&) { return Status::Ok(); }}),
+        sandbox(*s.loop, agent::AgentHooks{
+                             .power_off = [this] { ++powered_off; },
+                             .mount_share = [](const std::string&,
+                                               const std::string&) { return Status::Ok(); },
+                             .set_hostname = [](const std::string&) { return Status::Ok(); },
+                             // Never the host's network: only the
+                             // request's decoding is fuzzed.
+                             .configure_network = [](const pb::Network&) { return Status::Ok(); }}),
         containers(*s.loop, *s.reaper,
                    agent::ContainerOptions{.runtime = "/nonexistent/crun",
                                            .runtime_root = s.dir + "/crun",
