@@ -73,8 +73,14 @@ Status CheckTerminal(const pb::Stdio& stdio, bool spec_terminal) {
 #define AGENT_ASSIGN_OR_FAIL(lhs, expr, responder) \
   HULL_ASSIGN_OR_ANSWER(lhs, expr, [&](Status s) { (responder).Fail(std::move(s)); })
 
-ContainerService::ContainerService(EventLoop& loop, Reaper& reaper, ContainerOptions options)
-    : loop_(loop), reaper_(reaper), options_(std::move(options)), oom_polls_(loop) {
+ContainerService::ContainerService(EventLoop& loop, Reaper& reaper, ContainerOptions options,
+                                   std::unique_ptr<shim::Backend> backend)
+    : loop_(loop),
+      reaper_(reaper),
+      options_(std::move(options)),
+      backend_(std::move(backend)),
+      oom_polls_(loop) {
+  if (backend_) return;
   const auto& flavour = shim::oci_cli::FlavourFor(options_.runtime);
   RuntimeConfig config{.binary = options_.runtime, .root = options_.runtime_root};
   backend_ = std::make_unique<shim::oci_cli::OciCliBackend>(

@@ -50,7 +50,11 @@ struct ContainerOptions {
 
 class ContainerService {
  public:
-  ContainerService(EventLoop& loop, Reaper& reaper, ContainerOptions options);
+  // `backend` runs the containers; null (the agent's case): hull's OCI CLI
+  // backend over `options.runtime` (crun). Tests and the fuzzer pass one
+  // that runs nothing.
+  ContainerService(EventLoop& loop, Reaper& reaper, ContainerOptions options,
+                   std::unique_ptr<shim::Backend> backend = nullptr);
   ~ContainerService();
   ContainerService(const ContainerService&) = delete;
   ContainerService& operator=(const ContainerService&) = delete;

@@ -1,5 +1,6 @@
 #include "tests/integration/cri/cri_client.h"
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -29,14 +30,30 @@ std::vector<std::string> ClientEnv() {
 
 CriReply CriClient::Call(std::string_view method, const nlohmann::json& request,
                          std::chrono::milliseconds timeout) const {
+  return Run(method, request, timeout, /*timed=*/false);
+}
+
+CriReply CriClient::TimedCall(std::string_view method, const nlohmann::json& request,
+                              std::chrono::milliseconds timeout) const {
+  return Run(method, request, timeout, /*timed=*/true);
+}
+
+CriReply CriClient::Run(std::string_view method, const nlohmann::json& request,
+                        std::chrono::milliseconds timeout, bool timed) const {
   std::vector<std::string> argv = ClientArgv();
   const auto seconds = std::chrono::duration<double>(timeout).count();
-  argv.insert(argv.end(), {"--endpoint", "unix://" + socket_, "--timeout", std::to_string(seconds),
-                           std::string(method), "-"});
+  argv.insert(argv.end(),
+              {"--endpoint", "unix://" + socket_, "--timeout", std::to_string(seconds)});
+  if (timed) argv.push_back("--time");
+  argv.insert(argv.end(), {std::string(method), "-"});
   // The child gets a little longer than its own call deadline.
   CommandResult r =
       RunCommand(argv, timeout + std::chrono::seconds(15), request.dump(), ClientEnv());
-  return JsonReplyOf(r, "cri_client.py");
+  CriReply reply = JsonReplyOf(r, "cri_client.py");
+  if (size_t at = r.err.rfind("call_ms="); reply.ok && timed && at != std::string::npos) {
+    reply.call_ms = std::strtod(r.err.c_str() + at + 8, nullptr);
+  }
+  return reply;
 }
 
 std::string EncodeCriMessage(std::string_view message, const nlohmann::json& value,

@@ -10,7 +10,9 @@ JSON mapping (lowerCamelCase or the .proto field names); "-" reads it from
 standard input; omitted means an empty request. The response is printed as
 JSON (field names as in the .proto, default values included) and the exit
 code is 0. A failed call prints "CODE: details" on standard error and exits 1;
-bad arguments exit 2. --encode prints the runtime.v1 MESSAGE given as JSON
+bad arguments exit 2. With --time, the call's own duration (from the
+connected channel's send to the answer, without Python's start) goes to
+standard error as call_ms=N. --encode prints the runtime.v1 MESSAGE given as JSON
 in protobuf's binary encoding, base64-encoded (tests feed the same
 PodSandboxConfig to containerd and to hull's own spec builder).
 
@@ -23,6 +25,7 @@ needed. Debian: python3-grpcio, python3-protobuf.
 import argparse
 import base64
 import sys
+import time
 
 import grpc
 from google.protobuf import json_format
@@ -64,6 +67,8 @@ def main():
     parser.add_argument("--endpoint", help="unix:///path/to/containerd.sock")
     parser.add_argument("--encode", metavar="MESSAGE", help="encode a message instead of calling")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds")
+    parser.add_argument("--time", action="store_true",
+                        help="print call_ms=<the gRPC call alone, in ms> on standard error")
     parser.add_argument("method", nargs="?")
     parser.add_argument("request", nargs="?", default="{}")
     args = parser.parse_args()
@@ -94,11 +99,21 @@ def main():
             request_serializer=request_cls.SerializeToString,
             response_deserializer=response_cls.FromString,
         )
+        if args.time:
+            # The channel connects on the first call: time it once connected.
+            try:
+                grpc.channel_ready_future(channel).result(timeout=args.timeout)
+            except grpc.FutureTimeoutError:
+                print(f"UNAVAILABLE: cannot connect to {args.endpoint}", file=sys.stderr)
+                return 1
+        started = time.monotonic()
         try:
             response = call(request, timeout=args.timeout)
         except grpc.RpcError as err:
             print(f"{err.code().name}: {err.details()}", file=sys.stderr)
             return 1
+        if args.time:
+            print(f"call_ms={(time.monotonic() - started) * 1000:.1f}", file=sys.stderr)
     print(json_format.MessageToJson(response, preserving_proto_field_name=True,
                                     including_default_value_fields=True))
     return 0

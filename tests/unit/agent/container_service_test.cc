@@ -19,6 +19,7 @@
 #include <string>
 
 #include "hull/agent/v1/agent.pb.h"
+#include "tests/unit/shim/fake_backend.h"
 #include "ttrpc/client.h"
 #include "ttrpc/server.h"
 
@@ -62,11 +63,12 @@ class ContainerServiceTest : public ::testing::Test {
 
   // A service running `runtime`; registering replaces the earlier one's
   // handlers.
-  void MakeService(const std::string& runtime) {
+  void MakeService(const std::string& runtime, std::unique_ptr<shim::Backend> backend = nullptr) {
     service_ = std::make_unique<ContainerService>(
         *loop_, *reaper_,
         ContainerOptions{
-            .runtime = runtime, .runtime_root = dir_ + "/crun", .state_dir = dir_ + "/state"});
+            .runtime = runtime, .runtime_root = dir_ + "/crun", .state_dir = dir_ + "/state"},
+        std::move(backend));
     service_->Register(*server_);
   }
 
@@ -181,6 +183,37 @@ TEST_F(ContainerServiceTest, DestroyedWithACreateInFlightAnswersIt) {
   ASSERT_TRUE(loop_->RunUntil([&] { return reply.has_value(); }, 5s));
   ASSERT_FALSE(reply->has_value());
   EXPECT_EQ(reply->error().code(), Code::kNotFound) << reply->error().ToString();
+}
+
+// The backend is a constructor parameter (what the fuzzer uses to run
+// nothing): the given one runs the container, not crun.
+TEST_F(ContainerServiceTest, AGivenBackendRunsTheContainers) {
+  auto owned =
+      std::make_unique<shim::testing::FakeBackend>(*loop_, *reaper_, shim::RuntimeOptions{});
+  shim::testing::FakeBackend& backend = *owned;
+  backend.SetInitPid("c", 4242);
+  MakeService(dir_ + "/no-such-crun", std::move(owned));
+  auto created = client_->CallUnarySync<pb::CreateContainerResponse>(
+      kService, "CreateContainer", CreateRequest("c"),
+      ttrpc::CallOptions{.deadline = loop_->Now() + 5s});
+  ASSERT_TRUE(created.has_value()) << created.error().ToString();
+  EXPECT_EQ(created->pid(), 4242u);
+  pb::StartContainerRequest start;
+  start.set_container_id("c");
+  EXPECT_EQ(CallCode("StartContainer", start), Code::kOk);
+  EXPECT_EQ(backend.count("Create"), 1u);
+  EXPECT_EQ(backend.count("Start"), 1u);
+  ASSERT_TRUE(backend.FireInitExit("c", 7));
+  pb::WaitProcessRequest wait;
+  wait.set_container_id("c");
+  auto waited = client_->CallUnarySync<pb::WaitProcessResponse>(
+      kService, "WaitProcess", wait, ttrpc::CallOptions{.deadline = loop_->Now() + 5s});
+  ASSERT_TRUE(waited.has_value()) << waited.error().ToString();
+  EXPECT_EQ(waited->exit_status(), 7u);
+  pb::RemoveContainerRequest remove;
+  remove.set_container_id("c");
+  EXPECT_EQ(CallCode("RemoveContainer", remove), Code::kOk);
+  EXPECT_TRUE(StateDirEmpty());
 }
 
 }  // namespace
