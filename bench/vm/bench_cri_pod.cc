@@ -49,14 +49,6 @@ struct Stats {
   }
 };
 
-long PssKb(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("Pss:", 0) == 0) return std::stol(line.substr(4));
-  }
-  return 0;
-}
-
 std::string LoadAverage() {
   std::ifstream in("/proc/loadavg");
   std::string a, b, c;
@@ -151,7 +143,7 @@ int Main(int argc, char** argv) {
         json record = json::parse(in, nullptr, false);
         pid_t qemu = record.is_object() ? record.value("qemu_pid", 0) : 0;
         if (qemu > 0) {
-          const long q = PssKb(qemu), shim = PssKb(itest::ParentShim(qemu));
+          const long q = itest::PssKb(qemu), shim = itest::PssKb(itest::ParentShim(qemu));
           h.qemu_pss_kb.samples.push_back(static_cast<double>(q));
           h.shim_pss_kb.samples.push_back(static_cast<double>(shim));
           h.pod_pss_kb.samples.push_back(static_cast<double>(q + shim));

@@ -90,14 +90,6 @@ pid_t ParentOf(pid_t pid) {
   return parent;
 }
 
-long PssKb(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("Pss:", 0) == 0) return std::stol(line.substr(4));
-  }
-  return 0;
-}
-
 int Main(int argc, char** argv) {
   int runs = 5;
   for (int i = 1; i < argc; ++i) {
@@ -181,14 +173,14 @@ int Main(int argc, char** argv) {
       auto record = nlohmann::json::parse(in, nullptr, false);
       if (record.is_object()) child = record.value("qemu_pid", 0);
     }
-    shim_pss[kind] = PssKb(ParentOf(child));
+    shim_pss[kind] = itest::PssKb(ParentOf(child));
     if (kind == kHullVm) {
       std::ifstream in(tasks + pod + "/hull-vm.json");
       auto record = nlohmann::json::parse(in, nullptr, false);
       if (record.is_object()) {
         ready.samples.push_back(record.value("agent_ready_ms", 0.0));
         pid_t qemu = record.value("qemu_pid", 0);
-        qemu_total = PssKb(qemu);
+        qemu_total = itest::PssKb(qemu);
         qemu_pss = PssBreakdown(qemu, 1024L * 1024);  // the default 2048 MiB pod: >= 1 GiB
       }
     }

@@ -484,17 +484,7 @@ TEST_P(CriVmPodTest, PodSurvivesAContainerdRestart) {
   ASSERT_EQ(qemus.size(), 1u);
   const std::string socket = ShimSocket(pod);
 
-  std::string error;
-  ASSERT_TRUE(containerd_->Restart(&error)) << error;
-  CriReply status;
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
-        return status.ok && status.body["status"].value("state", "") == "SANDBOX_READY";
-      },
-      60s))
-      << status.error << status.body.dump() << "\n"
-      << containerd_->LogTail(200);
+  EXPECT_EQ(RestartAndWaitForReadyPod(*containerd_, *cri_, pod, 60s), "");
   EXPECT_EQ(HullShims(), shims) << "the shim must outlive containerd's restart";
   EXPECT_EQ(Qemus(pod), qemus) << "the VM must outlive containerd's restart";
   EXPECT_EQ(ContainerState(c1).first, "CONTAINER_RUNNING");

@@ -412,17 +412,7 @@ TEST_P(SandboxApiTest, PodSurvivesAContainerdRestart) {
   std::vector<pid_t> shims = HullShims();
   ASSERT_EQ(shims.size(), 1u);
 
-  std::string error;
-  ASSERT_TRUE(containerd_->Restart(&error)) << error;
-  CriReply status;
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
-        return status.ok && status.body["status"].value("state", "") == "SANDBOX_READY";
-      },
-      30s))
-      << status.error << status.body.dump() << "\n"
-      << containerd_->LogTail(200);
+  EXPECT_EQ(RestartAndWaitForReadyPod(*containerd_, *cri_, pod, 30s), "");
   EXPECT_EQ(HullShims(), shims) << "the server must outlive containerd's restart";
   ExpectOneSandbox(pod, shims[0], {c1});
 

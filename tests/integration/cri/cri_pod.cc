@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "tests/integration/cri/cri_client.h"
+#include "tests/integration/harness/containerd.h"
 #include "tests/integration/harness/host.h"
 
 namespace hull::itest {
@@ -52,6 +53,23 @@ bool WaitForCriImage(CriClient& cri, const std::string& image) {
                !r.body["image"].value("id", "").empty();
       },
       30s);
+}
+
+std::string RestartAndWaitForReadyPod(PrivateContainerd& containerd, CriClient& cri,
+                                      const std::string& pod, std::chrono::milliseconds timeout) {
+  std::string error;
+  if (!containerd.Restart(&error)) return "restart: " + error;
+  CriReply status;
+  if (WaitUntil(
+          [&] {
+            status = cri.Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
+            return status.ok && status.body["status"].value("state", "") == "SANDBOX_READY";
+          },
+          timeout)) {
+    return "";
+  }
+  return "not ready after the restart: " + status.error + status.body.dump() + "\n" +
+         containerd.LogTail(200);
 }
 
 void OpenForRunsc(const std::vector<std::string>& dirs) {

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 namespace hull::itest {
 
 class CriClient;
+class PrivateContainerd;
 
 // The cgroup parent of one test's pods: "/<prefix>-<pid>-<test>", the
 // test's name with '/' (parameterised tests) turned into '-'.
@@ -21,6 +23,12 @@ std::string TestCgroupParent(const std::string& prefix, const std::string& test_
 // Waits (up to 30 s) until CRI lists `image`: the CRI plugin learns about
 // imported images from containerd's events. False on timeout.
 bool WaitForCriImage(CriClient& cri, const std::string& image);
+
+// Restarts `containerd` and waits up to `timeout` for CRI to report `pod`
+// SANDBOX_READY again. "" when it does; else why (the restart's error, or
+// the last status with the tail of containerd's log).
+std::string RestartAndWaitForReadyPod(PrivateContainerd& containerd, CriClient& cri,
+                                      const std::string& pod, std::chrono::milliseconds timeout);
 // runsc's sandbox, which has dropped its capabilities, mounts its chroot in
 // containerd's temp dir (the shim's TMPDIR): it must be able to reach it
 // through the test's directories, which mkdtemp made 0700. Opens them to

@@ -141,6 +141,14 @@ bool ProcessAlive(pid_t pid) {
   return state != 'Z' && state != 'X';
 }
 
+long PssKb(pid_t pid) {
+  std::istringstream in(internal::ReadFile("/proc/" + std::to_string(pid) + "/smaps_rollup"));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Pss:", 0) == 0) return std::stol(line.substr(4));
+  }
+  return 0;
+}
+
 std::vector<pid_t> ProcessesMatching(const std::string& cmdline_substring) {
   std::vector<pid_t> pids;
   const pid_t self = ::getpid();

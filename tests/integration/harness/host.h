@@ -46,6 +46,10 @@ std::vector<std::string> NamedPipesOpenIn(const std::vector<pid_t>& pids);
 // True when the process exists and is not a zombie.
 bool ProcessAlive(pid_t pid);
 
+// The process's proportional set size in kB (/proc/<pid>/smaps_rollup's
+// Pss); 0 when it cannot be read.
+long PssKb(pid_t pid);
+
 // Polls `condition` every `interval` until it holds or `timeout` passes.
 // Returns the last result. For conditions nothing can notify us about.
 bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds timeout,

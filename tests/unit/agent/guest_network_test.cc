@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "base/unique_fd.h"
+#include "tests/unit/shell.h"
 
 namespace hull::agent {
 namespace {
@@ -67,16 +68,7 @@ TEST(GuestNetworkTest, BadAddressIsRefusedBeforeAnyChange) {
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
 }
 
-std::string Shell(const std::string& command) {
-  std::string out;
-  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  ::pclose(p);
-  return out;
-}
+using hull::test_util::Shell;
 
 // As the guest would be: a fresh namespace (lo down), a NIC with a MAC.
 TEST(GuestNetworkNetnsTest, ConfiguresNicRoutesLocalnetAndResolvConf) {

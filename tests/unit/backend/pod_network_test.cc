@@ -20,6 +20,7 @@
 #include <map>
 
 #include "shim/backend/vm/pod_network_internal.h"
+#include "tests/unit/shell.h"
 
 namespace hull::shim::vm {
 namespace {
@@ -166,16 +167,7 @@ TEST(PodNetworkSpecTest, NamespacePathHostNetworkAndResolvConf) {
 
 // ---- as root, in a real namespace ----
 
-std::string Shell(const std::string& command) {
-  std::string out;
-  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  ::pclose(p);
-  return out;
-}
+using hull::test_util::Shell;
 
 class PodNetworkNetnsTest : public ::testing::Test {
  protected:

@@ -190,10 +190,10 @@ TEST_F(ConfigTest, CodePointsTomlPlusPlusMishandlesAreRefused) {
   ShimConfig c;
   // The first and last of each range: U+00A1, U+0499, U+2C5E, U+3057,
   // U+FB26, U+FEFE; and some inside.
-  for (const char* text :
-       {"x = 1\n\xef\xb0\x80y = 2\n", "\xef\xac\xa6", "a = \"\xef\xbb\xbe\"\n",
-        "root = \"/caf\xc3\xa9\"\n", "\xe3\x80\x81 = 1\n", "a = \"\xc2\xa1\"\n", "a = \"\xd2\x99\"\n",
-        "x = 1\xe2\xb1\x9e\n", "a = \"\xe3\x81\x97\"\n", "a = \"\xe2\xb4\x80\"\n"}) {
+  for (const char* text : {"x = 1\n\xef\xb0\x80y = 2\n", "\xef\xac\xa6", "a = \"\xef\xbb\xbe\"\n",
+                           "root = \"/caf\xc3\xa9\"\n", "\xe3\x80\x81 = 1\n", "a = \"\xc2\xa1\"\n",
+                           "a = \"\xd2\x99\"\n", "x = 1\xe2\xb1\x9e\n", "a = \"\xe3\x81\x97\"\n",
+                           "a = \"\xe2\xb4\x80\"\n"}) {
     EXPECT_EQ(ApplyToml(text, "test", c).code(), Code::kInvalidArgument) << text;
   }
   // Neighbours are fine: U+FB25, U+049A, U+2C5D and U+3058 in a string,
@@ -201,7 +201,7 @@ TEST_F(ConfigTest, CodePointsTomlPlusPlusMishandlesAreRefused) {
   EXPECT_TRUE(ApplyToml("shim_cgroup = \"\xef\xac\xa5\"\n", "test", c).ok());
   EXPECT_TRUE(ApplyToml("shim_cgroup = \"\xe2\xb1\x9d\"\n", "test", c).ok());  // U+2C5D
   EXPECT_TRUE(ApplyToml("shim_cgroup = \"\xe3\x81\x98\"\n", "test", c).ok());  // U+3058
-  EXPECT_TRUE(ApplyToml("shim_cgroup = \"\xd2\x9a\"\n", "test", c).ok());  // U+049A
+  EXPECT_TRUE(ApplyToml("shim_cgroup = \"\xd2\x9a\"\n", "test", c).ok());      // U+049A
   EXPECT_TRUE(ApplyToml("\xef\xbb\xbflog_level = \"info\"\n", "test", c).ok());
 }
 
