@@ -33,7 +33,7 @@ TEST_P(HullCtrTest, PauseContainerGetsThePodSizeAndThePodCgroup) {
   ASSERT_TRUE(size.is_object());
   EXPECT_EQ(size["source"], "containerd annotations");
   EXPECT_EQ(size["vcpus"], 1);         // 0.5 + 0.25 overhead, rounded up
-  EXPECT_EQ(size["memory_mib"], 128);  // 64 + 64 overhead
+  EXPECT_EQ(size["memory_mib"], 178);  // 64 + 112 + 3% of 64 (2, rounded up) overhead
   EXPECT_EQ(size["cpu_period"], 100000);
   EXPECT_EQ(size["cpu_quota"], 50000);
   EXPECT_EQ(size["cpu_shares"], 512);
