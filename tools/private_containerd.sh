@@ -8,6 +8,9 @@
 #   pc_config_v2 [TOML]   prints a version 2 main config: private paths, CRI on
 #                         (no CNI network: pods use the host's), runc as CRI's
 #                         default runtime; TOML (top-level keys) goes first
+#   pc_pod_network        a CNI network for POD-network pods (a bridge
+#                         PC_BRIDGE, host-local on 127.202.0.0/24, state in
+#                         PC_DIR; the bridge goes in pc_cleanup)
 #   pc_start CONFIG [PATH_PREFIX] [CONTAINERD]
 #                         starts containerd on CONFIG, waits until it answers
 #   pc_ctr ARGS...        ctr against it
@@ -48,6 +51,7 @@ ${1:-}
   stream_server_port = "0"
 [plugins."io.containerd.grpc.v1.cri".cni]
   conf_dir = "$PC_DIR/cni/net.d"
+  bin_dir = "/usr/lib/cni"
 [plugins."io.containerd.grpc.v1.cri".containerd]
   default_runtime_name = "runc"
 # containerd 1.x: a runtimes table replaces the default runc entry.
@@ -96,7 +100,20 @@ json_get() { /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)[sy
 
 pc_shims() { pgrep -f "containerd-shim-hull-v2 .*$PC_SOCK" || true; }
 
+pc_pod_network() {
+  PC_BRIDGE=hullpc$(($$ % 100000))
+  mkdir -p "$PC_DIR/cni/net.d"
+  cat >"$PC_DIR/cni/net.d/10-hullpc.conflist" <<JSON
+{"cniVersion": "0.4.0", "name": "$PC_BRIDGE", "plugins": [
+  {"type": "bridge", "bridge": "$PC_BRIDGE", "isGateway": true, "ipMasq": false,
+   "ipam": {"type": "host-local", "dataDir": "$PC_DIR/cni/ipam",
+            "ranges": [[{"subnet": "127.202.0.0/24"}]], "routes": []}},
+  {"type": "loopback"}]}
+JSON
+}
+
 pc_cleanup() {
+  [ -n "${PC_BRIDGE:-}" ] && ip link del "$PC_BRIDGE" 2>/dev/null
   [ -n "${PC_DIR:-}" ] && [ -d "$PC_DIR" ] || return 0
   set +e
   local id ns pid
