@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/vm/bench_stats.h"
 #include "tests/integration/cri/cri_client.h"
 #include "tests/integration/cri/cri_pod.h"
 #include "tests/integration/harness/harness.h"
@@ -36,25 +37,6 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 constexpr char kImage[] = "docker.io/hull/busybox:latest";
 constexpr auto kCriTimeout = 180s;
-
-struct Stats {
-  std::vector<double> samples;
-  std::string Cell() const {
-    if (samples.empty()) return "—";
-    std::vector<double> s = samples;
-    std::sort(s.begin(), s.end());
-    char buf[96];
-    std::snprintf(buf, sizeof(buf), "%.0f (%.0f-%.0f)", s[s.size() / 2], s.front(), s.back());
-    return buf;
-  }
-};
-
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
 
 struct Handler {
   std::string name;   // CRI runtime handler

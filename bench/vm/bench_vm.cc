@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/vm/bench_stats.h"
 #include "tests/integration/harness/harness.h"
 
 namespace hull::bench {
@@ -32,18 +33,6 @@ constexpr char kImage[] = "docker.io/hull/busybox:latest";
 double Ms(Clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
-
-struct Stats {
-  std::vector<double> samples;
-  std::string Cell() const {
-    if (samples.empty()) return "—";
-    std::vector<double> s = samples;
-    std::sort(s.begin(), s.end());
-    char buf[96];
-    std::snprintf(buf, sizeof(buf), "%.0f (%.0f-%.0f)", s[s.size() / 2], s.front(), s.back());
-    return buf;
-  }
-};
 
 // PSS of `pid` in kB, split: the guest's RAM (the anonymous mapping of
 // -m's size), TCG's translation cache (the rwx anonymous mappings), files
@@ -201,10 +190,7 @@ int Main(int argc, char** argv) {
     containerd->Ctr({"container", "rm", pod});
   }
 
-  std::ifstream loadavg("/proc/loadavg");
-  std::string load;
-  std::getline(loadavg, load);
-  std::cout << "Runs: " << runs << "; load average at the end: " << load << "\n\n";
+  std::cout << "Runs: " << runs << "; load average at the end: " << LoadAverage() << "\n\n";
   auto row = [](const std::string& figure, const std::string& vm, const std::string& runc,
                 const std::string& go) {
     std::cout << "| " << figure << " | " << vm << " | " << runc << " | " << go << " |\n";
