@@ -6,6 +6,8 @@
 #include <linux/rtnetlink.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
 #include <vector>
@@ -26,6 +28,25 @@ Status WriteSysctl(const std::string& path, std::string_view value) {
     return ErrnoError("write", path);
   }
   return Status::Ok();
+}
+
+// "net." then non-empty parts of letters, digits, '_' and '-' joined by '.'
+// (so no path can leave /proc/sys/net).
+bool ValidNetSysctl(std::string_view key) {
+  if (!key.starts_with("net.")) return false;
+  std::string_view rest = key.substr(4);
+  size_t part = 0;
+  for (char c : rest) {
+    if (c == '.') {
+      if (part == 0) return false;
+      part = 0;
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') {
+      ++part;
+    } else {
+      return false;
+    }
+  }
+  return part > 0;
 }
 
 Request AddressRequest(int ifindex, const Ipv4Prefix& prefix) {
@@ -115,6 +136,9 @@ Status ConfigureGuestNetwork(const pb::Network& network, const GuestNetworkPaths
       if (auto p = ParseIpv4Prefix(ip.address()); !p) return p.error();
     }
   }
+  for (const auto& [key, value] : network.sysctls()) {
+    if (!ValidNetSysctl(key)) return InvalidArgumentError("not a network sysctl: \"" + key + "\"");
+  }
   for (const pb::Route& route : network.routes()) {
     if (auto p = ParseIpv4Prefix(route.destination()); !p) return p.error();
     if (auto p = ParseIpv4Prefix(route.gateway()); !route.gateway().empty() && !p) {
@@ -189,6 +213,12 @@ Status ConfigureGuestNetwork(const pb::Network& network, const GuestNetworkPaths
     HULL_RETURN_IF_ERROR(nl.Call(add, what));
   }
 
+  for (const auto& [key, value] : network.sysctls()) {
+    std::string path = key;
+    std::replace(path.begin(), path.end(), '.', '/');
+    HULL_RETURN_IF_ERROR(
+        WriteSysctl(paths.proc_sys + "/" + path, value).WithContext("sysctl " + key));
+  }
   if (!network.resolv_conf().empty()) {
     HULL_RETURN_IF_ERROR(WriteFileAtomic(paths.resolv_conf, network.resolv_conf(), 0644));
   }

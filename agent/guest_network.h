@@ -3,6 +3,9 @@
 // addresses and IFF_UP; then the routes; then /etc/resolv.conf. A pod address
 // in 127.0.0.0/8 also needs route_localnet and the local 127.0.0.0/8 route
 // narrowed to 127.0.0.1/32 (the loopback route would swallow it otherwise).
+// Last, the pod's net.* sysctls (a key "net.a.b" is /proc/sys/net/a/b; a key
+// outside net., or with an empty part, is InvalidArgument before anything
+// changes).
 // Netlink in-process: the agent is PID 1 under TCG, where every fork+exec
 // costs hundreds of milliseconds. Loop thread.
 #pragma once
@@ -18,6 +21,7 @@ namespace hull::agent {
 
 // Where the guest writes what it is told (tests pass a temporary root).
 struct GuestNetworkPaths {
+  std::string proc_sys = "/proc/sys";
   std::string proc_sys_ipv4 = "/proc/sys/net/ipv4";
   std::string resolv_conf = "/etc/resolv.conf";
 };

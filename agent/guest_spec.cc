@@ -54,9 +54,10 @@ Result<std::string> GuestSpec(const std::string& spec_json, const std::string& i
     *ns = std::move(kept);
   }
   // The network sysctls went with the network namespace: crun refuses them
-  // without a new one. containerd 2.x's pause spec sets
-  // net.ipv4.ip_unprivileged_port_start; the guest's network (the pod's) is
-  // not set up from them (docs/vm.md).
+  // without a new one. The guest's network is the pod's, and the host sends
+  // the pod's net.* sysctls in CreateSandbox, where the agent applies them
+  // once for the whole guest (guest_network.h); e.g. containerd 2.x's
+  // net.ipv4.ip_unprivileged_port_start.
   if (auto sysctl = linux.find("sysctl"); sysctl != linux.end() && sysctl->is_object()) {
     for (auto it = sysctl->begin(); it != sysctl->end();) {
       it = it.key().starts_with("net.") ? sysctl->erase(it) : std::next(it);

@@ -516,7 +516,10 @@ TEST_P(CriVmPodTest, PodSurvivesAContainerdRestart) {
 // server in the pod on that IP and reads its answer. Stop/Remove leave no
 // tap or filter (nor anything else).
 TEST_P(CriVmPodTest, ClientOnTheBridgeReachesServerInVmPodOnPodIp) {
-  const json pod_config = PodConfig("vmnet");
+  json pod_config = PodConfig("vmnet");
+  // A pod network sysctl: the guest's network is the pod's, so it is set
+  // there (CreateSandbox), not in a container.
+  pod_config["linux"]["sysctls"] = {{"net.core.somaxconn", "1234"}};
   const std::string pod = RunPod(pod_config);
   ASSERT_FALSE(pod.empty());
   CriReply status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
@@ -556,6 +559,15 @@ TEST_P(CriVmPodTest, ClientOnTheBridgeReachesServerInVmPodOnPodIp) {
   ASSERT_TRUE(addr.ok) << addr.error;
   const std::string addr_out = DecodeBase64(addr.body.value("stdout", ""));
   EXPECT_NE(addr_out.find("inet " + pod_ip + "/24"), std::string::npos) << addr_out;
+  CriReply somaxconn = Exec(c, {"cat", "/proc/sys/net/core/somaxconn"});
+  ASSERT_TRUE(somaxconn.ok) << somaxconn.error;
+  EXPECT_EQ(DecodeBase64(somaxconn.body.value("stdout", "")), "1234\n");
+  if (GetParam().v2) {
+    // containerd 2.x's pause spec: unprivileged processes may bind any port.
+    CriReply ports = Exec(c, {"cat", "/proc/sys/net/ipv4/ip_unprivileged_port_start"});
+    ASSERT_TRUE(ports.ok) << ports.error;
+    EXPECT_EQ(DecodeBase64(ports.body.value("stdout", "")), "0\n");
+  }
 
   // The agent's log line for the set-up (its cost in the guest).
   const std::string console = ReadText(Bundle(pod) + "/vm-console.log");

@@ -234,6 +234,9 @@ PodNetworkSpec ReadPodNetworkSpec(const oci::Spec& spec) {
   for (const oci::Mount& m : spec.Mounts()) {
     if (m.destination == "/etc/resolv.conf" && !m.source.empty()) out.resolv_conf_path = m.source;
   }
+  for (const auto& [key, value] : spec.Sysctls()) {
+    if (key.starts_with("net.")) out.net_sysctls[key] = value;
+  }
   return out;
 }
 

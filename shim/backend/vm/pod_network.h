@@ -8,6 +8,7 @@
 // `delete` action.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "base/status.h"
@@ -30,6 +31,8 @@ struct PodNetworkSpec {
   std::string netns_path;
   // The source of the /etc/resolv.conf bind mount (CRI's), if any.
   std::string resolv_conf_path;
+  // linux.sysctl's keys under "net." (the pod's network sysctls).
+  std::map<std::string, std::string> net_sysctls;
 };
 PodNetworkSpec ReadPodNetworkSpec(const oci::Spec& spec);
 

@@ -200,6 +200,7 @@ Result<std::optional<PodNic>> VmBackend::WireNetwork(const PodNetworkSpec& net, 
     auto text = ReadFile(net.resolv_conf_path);
     if (text && text->size() <= kMaxResolvConf) boot->network.set_resolv_conf(*text);
   }
+  boot->network.mutable_sysctls()->insert(net.net_sysctls.begin(), net.net_sysctls.end());
   if (net.netns_path.empty()) return std::optional<PodNic>();  // ctr run: loopback only
   auto start = std::chrono::steady_clock::now();
   netns_path_ = net.netns_path;

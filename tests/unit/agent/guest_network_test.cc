@@ -68,6 +68,19 @@ TEST(GuestNetworkTest, BadAddressIsRefusedBeforeAnyChange) {
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
 }
 
+TEST(GuestNetworkTest, SysctlsOutsideNetAreRefusedBeforeAnyChange) {
+  for (const char* key : {"kernel.hostname", "net.", "net.ipv4..x", "net.ipv4./x", "net.core/../x",
+                          "net.core.somaxconn ", "netx.core"}) {
+    pb::Network n = PodNetwork("127.201.0.2", "x");
+    (*n.mutable_sysctls())[key] = "1";
+    GuestNetworkPaths paths{.proc_sys = "/nonexistent",
+                            .proc_sys_ipv4 = "/nonexistent",
+                            .resolv_conf = "/nonexistent/r"};
+    Status s = ConfigureGuestNetwork(n, paths);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << key << ": " << s.ToString();
+  }
+}
+
 using hull::test_util::Shell;
 
 // As the guest would be: a fresh namespace (lo down), a NIC with a MAC.
@@ -90,8 +103,10 @@ TEST(GuestNetworkNetnsTest, ConfiguresNicRoutesLocalnetAndResolvConf) {
       status = ErrnoError("setns", ns);
       return;
     }
-    status = ConfigureGuestNetwork(PodNetwork("127.201.0.9", "0a:58:7f:c9:00:09"),
-                                   {.resolv_conf = resolv});
+    pb::Network n = PodNetwork("127.201.0.9", "0a:58:7f:c9:00:09");
+    (*n.mutable_sysctls())["net.ipv4.ip_unprivileged_port_start"] = "0";
+    (*n.mutable_sysctls())["net.core.somaxconn"] = "1234";
+    status = ConfigureGuestNetwork(n, {.resolv_conf = resolv});
   }).join();
   EXPECT_TRUE(status.ok()) << status.ToString();
   const std::string in = "ip netns exec " + ns + " ";
@@ -106,6 +121,8 @@ TEST(GuestNetworkNetnsTest, ConfiguresNicRoutesLocalnetAndResolvConf) {
   EXPECT_EQ(local.find("local 127.0.0.0/8"), std::string::npos) << local;
   EXPECT_EQ(Shell(in + "cat /proc/sys/net/ipv4/conf/all/route_localnet"), "1\n");
   EXPECT_EQ(Shell(in + "cat /proc/sys/net/ipv4/conf/eth7/route_localnet"), "1\n");
+  EXPECT_EQ(Shell(in + "cat /proc/sys/net/ipv4/ip_unprivileged_port_start"), "0\n");
+  EXPECT_EQ(Shell(in + "cat /proc/sys/net/core/somaxconn"), "1234\n");
   std::ifstream r(resolv);
   std::stringstream content;
   content << r.rdbuf();

@@ -165,6 +165,15 @@ TEST(PodNetworkSpecTest, NamespacePathHostNetworkAndResolvConf) {
   EXPECT_TRUE(host.host_network);
 }
 
+TEST(PodNetworkSpecTest, OnlyTheNetworkSysctlsGoToTheGuest) {
+  PodNetworkSpec spec = ReadPodNetworkSpec(SpecOf(R"({"linux":{"namespaces":[{"type":"network"}],
+      "sysctl":{"net.ipv4.ip_unprivileged_port_start":"0","kernel.shm_rmid_forced":"1",
+                "net.core.somaxconn":"1234"}}})"));
+  EXPECT_EQ(spec.net_sysctls,
+            (std::map<std::string, std::string>{{"net.core.somaxconn", "1234"},
+                                                {"net.ipv4.ip_unprivileged_port_start", "0"}}));
+}
+
 // ---- as root, in a real namespace ----
 
 using hull::test_util::Shell;
