@@ -198,7 +198,13 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
 Result<std::optional<PodNic>> VmBackend::WireNetwork(const PodNetworkSpec& net, Boot* boot) {
   if (!net.resolv_conf_path.empty()) {
     auto text = ReadFile(net.resolv_conf_path);
-    if (text && text->size() <= kMaxResolvConf) boot->network.set_resolv_conf(*text);
+    if (text && text->size() <= kMaxResolvConf) {
+      boot->network.set_resolv_conf(*text);
+    } else {
+      log_.Warn(
+          "pod {}: the guest keeps its own resolv.conf: {}", sandbox_id_,
+          text ? "the pod's " + net.resolv_conf_path + " is over 64 KiB" : text.error().ToString());
+    }
   }
   boot->network.mutable_sysctls()->insert(net.net_sysctls.begin(), net.net_sysctls.end());
   if (net.netns_path.empty()) return std::optional<PodNic>();  // ctr run: loopback only
