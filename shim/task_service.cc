@@ -17,6 +17,10 @@ constexpr const char* kServices[] = {"containerd.task.v2.Task", "containerd.task
 // How long a Shutdown refused while containers were left waits after the last
 // delete for containerd's own (see TaskService::shutdown_requested_).
 constexpr std::chrono::seconds kShutdownGrace{2};
+// How long a Shutdown after the last delete waits for the pod's sandbox to be
+// torn down before it answers anyway: under containerd's own 3 s
+// (io.containerd.timeout.shim.shutdown).
+constexpr std::chrono::milliseconds kShutdownReplyWait{2500};
 
 // Responders are move-only; the callbacks that carry them are std::function,
 // which must be copyable, so they carry a shared handle instead.
@@ -270,10 +274,25 @@ void TaskService::Connect(const tv2::ConnectRequest& r, Responder<tv2::ConnectRe
 }
 
 void TaskService::Shutdown(const tv2::ShutdownRequest&, Responder<Empty> out) {
-  out.Reply(Empty());
   // A deleted container may wait a loop turn before it is dropped.
-  if (pod_.AllDeleted()) return on_shutdown_();
-  shutdown_requested_ = true;
+  if (!pod_.AllDeleted()) {
+    out.Reply(Empty());
+    shutdown_requested_ = true;
+    return;
+  }
+  // The answer waits for the pod's sandbox to be torn down (a VM pod's guest
+  // powered off and QEMU reaped), at most kShutdownReplyWait: containerd
+  // closes the shim's log with the connection once Shutdown answers, and the
+  // teardown's last lines would be lost.
+  auto reply = [out = Share(std::move(out))] { out->Reply(Empty()); };
+  shutdown_reply_timer_ = ctx_.loop.AddTimer(kShutdownReplyWait, reply);
+  std::weak_ptr<bool> alive = alive_;
+  pod_.WhenTornDown([this, alive, reply] {
+    reply();
+    if (alive.expired()) return;
+    shutdown_reply_timer_.Reset();
+    on_shutdown_();
+  });
 }
 
 }  // namespace hull::shim

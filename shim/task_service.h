@@ -81,6 +81,7 @@ class TaskService {
   // sends a Shutdown after every delete, and that one comes first.
   bool shutdown_requested_ = false;
   EventHandle deferred_shutdown_;
+  EventHandle shutdown_reply_timer_;
   // Containers of the pod whose Create is still under way.
   std::set<std::string> creating_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
