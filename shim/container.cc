@@ -111,6 +111,10 @@ void Container::WatchOom() {
   std::weak_ptr<bool> alive = Alive();
   auto watch = backend_->WatchOom(id_, init_->pid(), [this, alive] {
     if (alive.expired()) return;
+    if (exits_.start_in_flight(init_.get())) {
+      oom_during_start_ = true;
+      return;
+    }
     PublishNewOomKills(/*notified=*/true);
   });
   if (!watch) {
@@ -180,6 +184,7 @@ void Container::StartInit(Reply<pid_t> done) {
     }
     init_->TransitionTo(ProcessState::kRunning).IgnoreError();
     events_.Start(id_, init_->pid());
+    if (std::exchange(oom_during_start_, false)) PublishNewOomKills(/*notified=*/true);
     exits_.StartPublished(init_.get());
     done(init_->pid());
   });

@@ -123,6 +123,10 @@ class Container {
   ExitTracker exits_;
   EventHandle oom_watch_;
   uint64_t oom_kills_published_ = 0;
+  // An OOM kill noticed while the init's Start was in flight: published just
+  // after /tasks/start (a process killed at once would otherwise have its
+  // /tasks/oom before its /tasks/start).
+  bool oom_during_start_ = false;
   bool deleted_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

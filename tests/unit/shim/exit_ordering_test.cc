@@ -212,6 +212,47 @@ TEST_F(ExitOrderingTest, OomKillIsPublishedBeforeTheInitExit) {
   EXPECT_EQ(sink_->Count("/tasks/oom"), 1u);
 }
 
+TEST_F(ExitOrderingTest, OomKillDuringRuntimeStartIsPublishedAfterTaskStart) {
+  // A process that allocates at once is OOM-killed before `runc start` has
+  // answered: its /tasks/oom still follows its /tasks/start.
+  ASSERT_NO_FATAL_FAILURE(Created("c1"));
+  fake().Hold("Start");
+  auto start = StartAsync("c1");
+  ASSERT_TRUE(RunUntil([&] { return fake().pending("Start") == 1; }));
+  fake().SetOomKills("c1", 1);
+  fake().FireOom("c1");
+  ASSERT_TRUE(fake().FireInitExit("c1", 137));
+  Barrier();
+  EXPECT_FALSE(sink_->Has("/tasks/oom c1")) << "OOM kill published before the start";
+
+  ASSERT_TRUE(fake().Complete("Start"));
+  ASSERT_TRUE(Await(start));
+  ASSERT_TRUE(RunUntil([&] { return sink_->Has("/tasks/exit c1"); }));
+  int started = sink_->IndexOf("/tasks/start c1");
+  int oom = sink_->IndexOf("/tasks/oom c1");
+  ASSERT_GE(started, 0);
+  ASSERT_GE(oom, 0);
+  EXPECT_LT(started, oom);
+  EXPECT_LT(oom, sink_->IndexOf("/tasks/exit c1 137"));
+  EXPECT_EQ(sink_->Count("/tasks/oom"), 1u);
+}
+
+TEST_F(ExitOrderingTest, OomNotificationDuringStartWithoutACounterIsPublishedAfterTaskStart) {
+  // A backend without an OOM counter: the notification alone is trusted,
+  // and kept until the start is published.
+  ASSERT_NO_FATAL_FAILURE(Created("c1"));
+  fake().Hold("Start");
+  auto start = StartAsync("c1");
+  ASSERT_TRUE(RunUntil([&] { return fake().pending("Start") == 1; }));
+  fake().FireOom("c1");
+  Barrier();
+  EXPECT_FALSE(sink_->Has("/tasks/oom c1"));
+  ASSERT_TRUE(fake().Complete("Start"));
+  ASSERT_TRUE(Await(start));
+  ASSERT_TRUE(RunUntil([&] { return sink_->Has("/tasks/oom c1"); }));
+  EXPECT_LT(sink_->IndexOf("/tasks/start c1"), sink_->IndexOf("/tasks/oom c1"));
+}
+
 // ---- An init killed before it was started (issue 12, item 1) ----
 
 TEST_F(ExitOrderingTest, NeverStartedInitKilledReportsItsExit) {
