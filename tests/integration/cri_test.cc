@@ -337,6 +337,8 @@ TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
   if (runsc) {
     CommandResult list = RunCommand({"runsc", "--root", RunscRoot() + "/k8s.io", "list"});
     EXPECT_EQ(list.out.find(pod), std::string::npos) << list.out;
+    EXPECT_EQ(EntriesIn(RunscRoot() + "/k8s.io"), std::vector<std::string>{})
+        << "runsc state left in " << RunscRoot() << "/k8s.io";
   }
 }
 

@@ -337,7 +337,7 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
     if (runsc()) {
       CommandResult list = RunscList();
       EXPECT_EQ(list.out.find(pod), std::string::npos) << list.out;
-      EXPECT_TRUE(!fs::exists(RunscRoot() + "/k8s.io") || fs::is_empty(RunscRoot() + "/k8s.io"))
+      EXPECT_EQ(EntriesIn(RunscRoot() + "/k8s.io"), std::vector<std::string>{})
           << "runsc state left in " << RunscRoot() << "/k8s.io";
     }
   }

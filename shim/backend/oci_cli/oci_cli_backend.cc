@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -50,6 +51,19 @@ Status ContainerDeleted(const std::string& id) {
 }
 
 }  // namespace
+
+void RemoveOrphanRunscLocks(const std::string& root, const std::string& sandbox) {
+  namespace fs = std::filesystem;
+  const std::string suffix = "_sandbox:" + sandbox + ".lock";
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.ends_with(suffix)) continue;
+    fs::path state = entry.path();
+    state.replace_extension(".state");
+    if (!fs::exists(state, ec)) fs::remove(entry.path(), ec);
+  }
+}
 
 OciCliBackend::OciCliBackend(EventLoop& loop, Reaper& reaper, ArgvBuilder argv,
                              RuntimeOptions options)
@@ -380,8 +394,13 @@ void OciCliBackend::DeleteSandboxLast(const std::string& id, bool force, Done do
                                     done = std::move(done)](Status joined) mutable {
           if (!joined.ok()) return done(joined.WithContext("delete sandbox " + id));
           Run(Call{.what = "delete", .id = id, .argv = std::move(last)},
-              [done = std::move(done)](Status s, CommandResult) {
-                done(s.code() == Code::kNotFound ? Status() : std::move(s));
+              [root = ArgvFor(id).config().root, id, done = std::move(done)](Status s,
+                                                                             CommandResult) {
+                if (s.ok() || s.code() == Code::kNotFound) {
+                  RemoveOrphanRunscLocks(root, id);
+                  s = Status();
+                }
+                done(std::move(s));
               });
         });
       });

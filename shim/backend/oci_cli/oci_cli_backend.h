@@ -26,6 +26,15 @@
 
 namespace hull::shim::oci_cli {
 
+// runsc keeps `<container>_sandbox:<sandbox>.state` and a `.lock` beside it
+// under its root, and takes the lock by creating the file. A runsc command
+// that lists the sandbox's containers while another deletes one (two
+// containers of a pod deleted at once) can create the lock of a container
+// whose state is already gone, and nothing removes it again. Once the
+// sandbox itself is deleted, every lock of it without its state is such a
+// leftover.
+void RemoveOrphanRunscLocks(const std::string& root, const std::string& sandbox);
+
 class OciCliBackend final : public Backend {
  public:
   // `argv` carries the pod's runtime config; each container's calls log to

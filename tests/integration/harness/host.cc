@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -178,6 +179,16 @@ std::vector<std::string> SocketsUnder(const std::string& dir) {
     if (fs::is_socket(it->symlink_status(type_ec))) sockets.push_back(it->path());
   }
   return sockets;
+}
+
+std::vector<std::string> EntriesIn(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 std::vector<std::string> NamedPipesOpenIn(const std::vector<pid_t>& pids) {

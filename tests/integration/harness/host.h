@@ -36,6 +36,10 @@ std::vector<pid_t> ProcessesMatching(const std::string& cmdline_substring);
 // Unix sockets (by file type) at any depth under `dir`.
 std::vector<std::string> SocketsUnder(const std::string& dir);
 
+// The names of the entries directly in `dir`, sorted; none when it does not
+// exist.
+std::vector<std::string> EntriesIn(const std::string& dir);
+
 // The fd numbers open in process `pid` (from /proc/<pid>/fd).
 std::vector<int> OpenFds(pid_t pid);
 

@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <set>
 
 #include "base/file_util.h"
 #include "shim/backend/oci_cli/cgroup_bridge.h"
@@ -84,6 +85,49 @@ TEST_F(OciCliBackendTest, DestructorAnswersARunningCallAndKillsTheRuntime) {
   EXPECT_TRUE(
       loop_->RunUntil([&] { return ::kill(runtime_pid, 0) != 0 && errno == ESRCH; }, kDeadline));
   EXPECT_EQ(answers, 1);
+}
+
+// runsc takes a container's lock by creating `<id>_sandbox:<sandbox>.lock`;
+// a command that raced a delete can leave one whose state is gone. Deleting
+// the sandbox removes those of that sandbox, and nothing else. The runtime
+// is a script that answers `list` with no containers and deletes the
+// sandbox's own state and lock, as runsc does.
+TEST_F(OciCliBackendTest, DeletingARunscSandboxRemovesItsOrphanLocks) {
+  const std::filesystem::path root = dir_ / "root";
+  std::filesystem::create_directories(root);
+  const std::string runtime = (dir_ / "runsc").string();
+  const std::string own = (root / "pod_sandbox:pod").string();
+  ASSERT_TRUE(WriteFileAtomic(runtime,
+                              "#!/bin/sh\ncase \" $* \" in\n"
+                              "  *' list '*) echo '[]' ;;\n"
+                              "  *' delete '*) rm -f " +
+                                  own + ".state " + own +
+                                  ".lock ;;\n"
+                                  "esac\n",
+                              0755)
+                  .ok());
+  for (const char* name :
+       {"pod_sandbox:pod.state", "pod_sandbox:pod.lock", "app_sandbox:pod.lock",
+        "live_sandbox:pod.state", "live_sandbox:pod.lock", "app_sandbox:other.lock"}) {
+    ASSERT_TRUE(WriteFileAtomic((root / name).string(), "", 0644).ok());
+  }
+  OciCliBackend backend(
+      *loop_, *reaper_,
+      ArgvBuilder(FlavourFor("runsc"), RuntimeConfig{.binary = runtime, .root = root.string()}),
+      RuntimeOptions{.binary_name = runtime});
+
+  std::optional<Status> answer;
+  backend.Delete("pod", /*force=*/false, [&](Status s) { answer = std::move(s); });
+  ASSERT_TRUE(loop_->RunUntil([&] { return answer.has_value(); }, kDeadline));
+  EXPECT_TRUE(answer->ok()) << answer->ToString();
+  std::set<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    left.insert(entry.path().filename().string());
+  }
+  // The orphan lock of "app" is gone; a lock with its state, and another
+  // sandbox's, are not this delete's to remove.
+  EXPECT_EQ(left, (std::set<std::string>{"live_sandbox:pod.state", "live_sandbox:pod.lock",
+                                         "app_sandbox:other.lock"}));
 }
 
 // A runtime that made the container no cgroup of its own leaves its init in
