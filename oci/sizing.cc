@@ -344,12 +344,12 @@ PodSize SizeFromAnnotations(const std::map<std::string, std::string>& annotation
   return size;
 }
 
-CpuMemory CpuMemoryFromProto(const runtime::v1::LinuxContainerResources& resources) {
+CpuMemory CpuMemoryFromProto(const ::runtime::v1::LinuxContainerResources& resources) {
   return {resources.cpu_period(), resources.cpu_quota(), resources.cpu_shares(),
           resources.memory_limit_in_bytes()};
 }
 
-PodSize SizeFromPodSandboxConfig(const runtime::v1::PodSandboxConfig& config,
+PodSize SizeFromPodSandboxConfig(const ::runtime::v1::PodSandboxConfig& config,
                                  const SizingPolicy& policy) {
   const bool has_resources = config.has_linux() && config.linux().has_resources();
   const bool has_overhead = config.has_linux() && config.linux().has_overhead();

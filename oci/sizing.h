@@ -115,10 +115,10 @@ PodSize SizeFromAnnotations(const std::map<std::string, std::string>& annotation
 uint64_t GuestMemoryOverheadMib(uint64_t workload_mib, const SizingPolicy& policy);
 
 // (c): linux.resources and linux.overhead; defaults when resources is absent.
-PodSize SizeFromPodSandboxConfig(const runtime::v1::PodSandboxConfig& config,
+PodSize SizeFromPodSandboxConfig(const ::runtime::v1::PodSandboxConfig& config,
                                  const SizingPolicy& policy);
 
 // The four values of a CRI message.
-CpuMemory CpuMemoryFromProto(const runtime::v1::LinuxContainerResources& resources);
+CpuMemory CpuMemoryFromProto(const ::runtime::v1::LinuxContainerResources& resources);
 
 }  // namespace hull::oci

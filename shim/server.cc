@@ -30,9 +30,6 @@
 namespace hull::shim {
 namespace {
 
-// How long the server outlives its ShutdownSandbox reply (see RunServer).
-constexpr std::chrono::milliseconds kShutdownLinger{500};
-
 // The shim logs to the bundle's `log` FIFO, which containerd reads and copies
 // to its own log. containerd opened it before `start`, so this never blocks.
 Logger OpenLog(const ServerArgs& args) {
@@ -142,21 +139,16 @@ int RunServer(const ServerArgs& args) {
     });
   };
 
-  stop_server = stop;
-  // After ShutdownSandbox has answered, the server stays kShutdownLinger
-  // before it stops. containerd's ttrpc client (Go) can lose a reply that
-  // arrives together with the connection's end: its call waits on both the
-  // reply and the client's closing, and picks either when both are ready
-  // ("failed to shutdown sandbox: ttrpc: closed", a RemovePodSandbox that
-  // fails now and then). containerd closes its connection itself.
-  EventHandle linger;
-  auto stop_after_reply = [&] { linger = loop.AddTimer(kShutdownLinger, stop); };
+  // When the server ends is the lifetime's to decide; `stop` is how.
+  ServerLifetime lifetime(
+      loop, [&pod] { return pod.AllDeleted(); }, stop);
+  stop_server = [&lifetime] { lifetime.EndNow(); };
   SandboxService sandbox(
       ctx, pod,
       [&config_path](const std::string& bundle) {
         return ResolveContainerConfig(google::protobuf::Any(), bundle, config_path);
       },
-      MakeHostPauseRunner(reaper), stop_after_reply);
+      MakeHostPauseRunner(reaper), lifetime);
   sandbox.RegisterWith(server);
 
   TaskService tasks(
@@ -164,10 +156,7 @@ int RunServer(const ServerArgs& args) {
       [&config_path](const google::protobuf::Any& options, const std::string& bundle) {
         return ResolveContainerConfig(options, bundle, config_path);
       },
-      // A pod created through the Sandbox API ends at ShutdownSandbox only.
-      [&] {
-        if (!sandbox.holds_server()) stop();
-      });
+      lifetime);
   tasks.RegisterWith(server);
 
   Status served = server.Serve(UniqueFd(args.listen_fd));
@@ -175,8 +164,8 @@ int RunServer(const ServerArgs& args) {
     log.Error("serve: {}", served.ToString());
     return 1;
   }
-  auto sigterm = loop.WatchSignal(SIGTERM, stop);
-  auto sigint = loop.WatchSignal(SIGINT, stop);
+  auto sigterm = loop.WatchSignal(SIGTERM, stop_server);
+  auto sigint = loop.WatchSignal(SIGINT, stop_server);
   if (!sigterm || !sigint) {
     log.Error("watch signals failed");
     return 1;

@@ -14,7 +14,7 @@
 #include "base/logging.h"
 #include "base/status.h"
 #include "oci/sizing.h"
-#include "shim/backend/backend.h"
+#include "shim/config/runtime_options.h"
 
 namespace google::protobuf {
 class Any;

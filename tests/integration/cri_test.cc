@@ -251,7 +251,7 @@ TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
   // policy: ceil(150000/100000 + 0.25) = 2 vCPUs, 256 + 112 + 8 = 376 MiB. The
   // same size comes out of the PodSandboxConfig path (c).
   std::string error;
-  runtime::v1::PodSandboxConfig proto;
+  ::runtime::v1::PodSandboxConfig proto;
   ASSERT_TRUE(proto.ParseFromString(EncodeCriMessage("PodSandboxConfig", pod_config, &error)))
       << error;
   const oci::PodSize from_config = oci::SizeFromPodSandboxConfig(proto, oci::SizingPolicy{});
@@ -499,7 +499,7 @@ TEST_F(CriTest, PauseSpecMatchesContainerds) {
   ASSERT_TRUE(theirs.has_value()) << theirs.status().ToString();
 
   std::string error;
-  runtime::v1::PodSandboxConfig proto;
+  ::runtime::v1::PodSandboxConfig proto;
   ASSERT_TRUE(proto.ParseFromString(EncodeCriMessage("PodSandboxConfig", pod_config, &error)))
       << error;
   CriReply image = cri_->Call(

@@ -325,7 +325,9 @@ void VmBackend::PollOom() {
         }
         auto it = containers_.find(r->container_id());
         if (it != containers_.end()) {
-          ++it->second.oom_kills;
+          // An old agent sends no count: one more kill.
+          const uint64_t count = r->oom_kills() > 0 ? r->oom_kills() : it->second.oom_kills + 1;
+          it->second.oom_kills = std::max(it->second.oom_kills, count);
           if (it->second.on_oom) it->second.on_oom();
         }
         PollOom();
@@ -378,7 +380,14 @@ void VmBackend::Wait(const std::string& id, const std::string& exec_id, uint64_t
       [this, alive, id, exec_id, generation, on_exit, current,
        report](Result<pb::WaitProcessResponse> r) {
         if (alive.expired() || !current()) return;
-        if (r) return report(static_cast<int>(r->exit_status()));
+        if (r) {
+          // The OOM kills counted at the init's exit: the ExitTracker reads
+          // them (OomKillCount) before it publishes the exit.
+          if (auto it = containers_.find(id); it != containers_.end() && exec_id.empty()) {
+            it->second.oom_kills = std::max(it->second.oom_kills, r->oom_kills());
+          }
+          return report(static_cast<int>(r->exit_status()));
+        }
         if (r.error().code() == Code::kDeadlineExceeded) {
           return Wait(id, exec_id, generation, on_exit);
         }

@@ -19,7 +19,7 @@
 
 #include "base/event_loop.h"
 #include "base/reaper.h"
-#include "shim/backend/backend.h"
+#include "shim/backend/make_backend.h"
 #include "shim/backend/vm/agent_client.h"
 #include "shim/backend/vm/guest_stdio.h"
 #include "shim/backend/vm/pod_network.h"
@@ -79,7 +79,6 @@ class VmBackend final : public Backend {
                   Done done) override;
   void ResizeTerminal(const std::string& id, const std::string& exec_id, uint32_t width,
                       uint32_t height) override;
-  bool Serves(const RuntimeOptions& other) const override { return other == options_; }
   std::string name() const override { return "vm"; }
 
  private:
@@ -93,7 +92,7 @@ class VmBackend final : public Backend {
 
   // Boot steps (PrepareSandbox).
   void Connect(std::shared_ptr<Boot> boot);
-  void JoinPodCgroupV1(const std::optional<oci::Spec>& spec);
+  void JoinPodCgroupV1(const std::optional<std::string>& pod);
   void SayHello(std::shared_ptr<Boot> boot);
   void FailBoot(std::shared_ptr<Boot> boot, Status status);
   // The tap and redirection in the pod's namespace (pod_network.h), and

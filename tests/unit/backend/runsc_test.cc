@@ -10,16 +10,21 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "shim/backend/backend.h"
-#include "shim/backend/oci_cli/argv.h"
-#include "shim/backend/oci_cli/flavour.h"
-#include "shim/backend/oci_cli/runsc_events.h"
-#include "shim/backend/oci_cli/runsc_features.h"
-#include "shim/backend/oci_cli/runtime_error.h"
+#include "runtime/backend.h"
+#include "runtime/oci_cli/argv.h"
+#include "runtime/oci_cli/flavour.h"
+#include "runtime/oci_cli/runsc_events.h"
+#include "runtime/oci_cli/runsc_features.h"
+#include "runtime/oci_cli/runtime_error.h"
+#include "shim/backend/make_backend.h"
 #include "tests/unit/backend/testdata.h"
 
-namespace hull::shim::oci_cli {
+namespace hull::runtime::oci_cli {
 namespace {
+
+using shim::MakeRuntimeConfig;
+using shim::RuntimeFeatures;
+using shim::RuntimeOptions;
 
 using A = Argv;
 using nlohmann::json;
@@ -276,4 +281,4 @@ TEST(RunscFeaturesTest, InstalledRunscGetsOneBuiltByHull) {
 }
 
 }  // namespace
-}  // namespace hull::shim::oci_cli
+}  // namespace hull::runtime::oci_cli

@@ -1,7 +1,7 @@
 // Fitting a spec's ociVersion to a runtime that checks it (crun): down-level
 // when the spec uses nothing newer, else FailedPrecondition; and the crun
 // version table. The real crun run is in tests/integration (containerd 2.x).
-#include "shim/backend/oci_cli/spec_version.h"
+#include "runtime/oci_cli/spec_version.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -11,11 +11,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "shim/backend/oci_cli/features.h"
-#include "shim/backend/oci_cli/flavour.h"
+#include "runtime/oci_cli/features.h"
+#include "runtime/oci_cli/flavour.h"
 #include "tests/unit/backend/testdata.h"
 
-namespace hull::shim::oci_cli {
+namespace hull::runtime::oci_cli {
 namespace {
 
 using nlohmann::json;
@@ -129,4 +129,4 @@ TEST(SpecVersionMaxTest, FromFeaturesAndFromCrunsBanner) {
 }
 
 }  // namespace
-}  // namespace hull::shim::oci_cli
+}  // namespace hull::runtime::oci_cli

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/temp_dir.h"
+
 namespace hull::shim {
 namespace {
 
@@ -23,12 +25,11 @@ std::map<std::string, std::string> Sandbox() {
 
 class PodSizeTest : public ::testing::Test {
  protected:
+  hull::testing::TempDir tmp_{"hull-pod"};  // bundle_ lives in it
   void SetUp() override {
-    char dir[] = "/tmp/hull-pod-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    bundle_ = dir;
+    ASSERT_TRUE(tmp_.ok());
+    bundle_ = tmp_.path();
   }
-  void TearDown() override { fs::remove_all(bundle_); }
   nlohmann::json ReadRecord() {
     std::ifstream in(bundle_ / "hull-pod-size.json");
     return nlohmann::json::parse(in, nullptr, false);
