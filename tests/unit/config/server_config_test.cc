@@ -56,7 +56,7 @@ TEST(DifferingKeysTest, NamesEachKeyOfASectionAndTopLevelKeys) {
   b.runtime.binary_name = "crun";  // not server-wide: the pod refuses it itself
   std::vector<KeyDifference> d = DifferingKeys(a, b, ServerWideKeys());
   ASSERT_EQ(d.size(), 3u);
-  EXPECT_EQ(d[0], (KeyDifference{"log_level", "\"info\"", "\"warn\""}));
+  EXPECT_EQ(d[0], (KeyDifference{"log_level", "'info'", "'warn'"}));
   EXPECT_EQ(d[1], (KeyDifference{"ttrpc.max_connections", "256", "7"}));
   EXPECT_EQ(d[2], (KeyDifference{"security.confine", "false", "true"}));
 }
