@@ -305,8 +305,26 @@ void OciCliBackend::Restore(std::shared_ptr<PendingStart> pending, Done done) {
 }
 
 void OciCliBackend::Exec(const ExecRequest& req, Done done) {
+  const bool internal_pid = !argv_.flavour().exec_internal_pid_flag.empty();
   Run(Call{.what = "exec", .id = req.id, .argv = ArgvFor(req.id).Exec(req), .stdio = &req.stdio},
-      [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
+      [this, internal_pid, id = req.id, exec_id = req.exec_id, pid_file = req.pid_file,
+       done = std::move(done)](Status s, CommandResult) mutable {
+        if (s.ok() && internal_pid) {
+          // Without it a signal would reach only the host-side proxy: the
+          // exec would fail rather than be left unkillable.
+          const std::string path = InternalPidFile(pid_file);
+          Result<std::string> text = ReadFile(path);
+          ::unlink(path.c_str());
+          const long pid = text ? std::strtol(text->c_str(), nullptr, 10) : 0;
+          auto it = containers_.find(id);
+          if (pid <= 0 || it == containers_.end()) {
+            s = InternalError("exec " + exec_id + ": no pid in the sandbox in " + path);
+          } else {
+            it->second.exec_internal_pids[exec_id] = static_cast<pid_t>(pid);
+          }
+        }
+        done(std::move(s));
+      });
 }
 
 void OciCliBackend::Kill(const std::string& id, int signal, bool all, Done done) {
