@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "base/file_util.h"
 #include "base/spawn.h"
 #include "google/protobuf/any.pb.h"
 #include "oci/annotations.h"
@@ -310,16 +313,13 @@ void OciCliBackend::Exec(const ExecRequest& req, Done done) {
       [this, internal_pid, id = req.id, exec_id = req.exec_id, pid_file = req.pid_file,
        done = std::move(done)](Status s, CommandResult) mutable {
         if (s.ok() && internal_pid) {
-          // Without it a signal would reach only the host-side proxy: the
-          // exec would fail rather than be left unkillable.
+          // The exec's pid in the sandbox, which its signals go to
+          // (SignalExec). Without one they go to the host-side proxy.
           const std::string path = InternalPidFile(pid_file);
           Result<std::string> text = ReadFile(path);
           ::unlink(path.c_str());
           const long pid = text ? std::strtol(text->c_str(), nullptr, 10) : 0;
-          auto it = containers_.find(id);
-          if (pid <= 0 || it == containers_.end()) {
-            s = InternalError("exec " + exec_id + ": no pid in the sandbox in " + path);
-          } else {
+          if (auto it = containers_.find(id); pid > 0 && it != containers_.end()) {
             it->second.exec_internal_pids[exec_id] = static_cast<pid_t>(pid);
           }
         }
