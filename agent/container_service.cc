@@ -173,12 +173,7 @@ void ContainerService::Create(const ttrpc::CallContext&, pb::CreateContainerRequ
     }
     spec_json = std::move(*read);
   }
-  // The pod's containers join the pause container's namespaces by its pid.
-  std::set<int> pod_pids;
-  for (const auto& [other, c] : containers_) {
-    if (c->init.pid > 0 && !c->init.exit_status) pod_pids.insert(c->init.pid);
-  }
-  auto spec = GuestSpec(spec_json, id, req.bundle(), pod_pids);
+  auto spec = GuestSpec(spec_json, id, req.bundle());
   if (!spec) return r.Fail(spec.error().WithContext(context));
   auto parsed = nlohmann::json::parse(*spec, nullptr, false);
   if (Status s = CheckTerminal(req.stdio(), WantsTerminal(parsed["process"])); !s.ok()) {

@@ -1,7 +1,6 @@
 #include "agent/guest_spec.h"
 
 #include <nlohmann/json.hpp>
-#include <string_view>
 
 namespace hull::agent {
 namespace {
@@ -13,19 +12,6 @@ void DropProcessLabels(json& process) {
   process.erase("selinuxLabel");
 }
 
-// `path` is /proc/<pid>/ns/<type> with <pid> in `pids`.
-bool NamesNamespaceOf(const std::string& path, const std::string& type, const std::set<int>& pids) {
-  constexpr std::string_view kProc = "/proc/";
-  const std::string tail = "/ns/" + type;
-  if (!path.starts_with(kProc) || !path.ends_with(tail)) return false;
-  const std::string number = path.substr(kProc.size(), path.size() - kProc.size() - tail.size());
-  if (number.empty() || number.size() > 9 ||
-      number.find_first_not_of("0123456789") != std::string::npos) {
-    return false;
-  }
-  return pids.count(std::stoi(number)) != 0;
-}
-
 }  // namespace
 
 std::string GuestCgroupPath(const std::string& id) {
@@ -33,7 +19,7 @@ std::string GuestCgroupPath(const std::string& id) {
 }
 
 Result<std::string> GuestSpec(const std::string& spec_json, const std::string& id,
-                              const std::string& bundle, const std::set<int>& pod_pids) {
+                              const std::string& bundle) {
   json spec = json::parse(spec_json, nullptr, /*allow_exceptions=*/false);
   if (!spec.is_object()) return InvalidArgumentError("spec is not a JSON object");
   auto root = spec.find("root");
@@ -59,20 +45,12 @@ Result<std::string> GuestSpec(const std::string& spec_json, const std::string& i
   linux.erase("mountLabel");
   if (auto ns = linux.find("namespaces"); ns != linux.end() && ns->is_array()) {
     json kept = json::array();
-    bool cgroup = false;
     for (json& entry : *ns) {
       if (!entry.is_object()) return InvalidArgumentError("linux.namespaces holds a non-object");
-      const std::string type = entry.value("type", "");
-      if (type == "network") continue;
-      cgroup = cgroup || type == "cgroup";
-      auto path = entry.find("path");
-      if (path != entry.end() &&
-          !(path->is_string() && NamesNamespaceOf(path->get<std::string>(), type, pod_pids))) {
-        entry.erase("path");
-      }
+      if (entry.value("type", "") == "network") continue;
+      entry.erase("path");
       kept.push_back(std::move(entry));
     }
-    if (!cgroup) kept.push_back({{"type", "cgroup"}});
     *ns = std::move(kept);
   }
   // The network sysctls went with the network namespace: crun refuses them

@@ -489,43 +489,6 @@ TEST_P(CriVmPodTest, StopContainerSignalsThenKillsAfterTheGracePeriod) {
   RemovePodAndCheckNothingLeft(pod, socket);
 }
 
-// A pod as runc runs it (issue 23 items 2, 3, 7): its kernel.* sysctls (a
-// safe and an allowed unsafe one) are what its containers see, in the
-// pause container's IPC namespace they join; with shareProcessNamespace PID
-// 1 is the pause process; and a container's own cgroup, with its memory
-// limit, is at /sys/fs/cgroup (a cgroup namespace). Before: 0 and the
-// default, the app as PID 1, no /sys/fs/cgroup/memory.max.
-TEST_P(CriVmPodTest, PodSysctlsSharedPidAndOwnCgroupAsForRunc) {
-  json pod_config = PodConfig("vmns");
-  pod_config["linux"]["sysctls"] = {{"kernel.shm_rmid_forced", "1"}, {"kernel.msgmax", "10000"}};
-  pod_config["linux"]["security_context"]["namespace_options"]["pid"] = "POD";
-  const std::string pod = RunPod(pod_config);
-  ASSERT_FALSE(pod.empty());
-  const std::string socket = ShimSocket(pod);
-  json config = {{"metadata", {{"name", "app"}}},
-                 {"image", {{"image", kBusybox}}},
-                 {"command", {"sleep", "3600"}},
-                 {"linux", {{"resources", {{"memory_limit_in_bytes", 64 << 20}}}}}};
-  CriReply created = cri_->RunContainer(pod, pod_config, config);
-  ASSERT_TRUE(created.ok) << created.error << "\n" << containerd_->LogTail();
-  const std::string app = created.body.value("container_id", "");
-  CriReply r = Exec(app, {"sh", "-c",
-                          "cat /proc/sys/kernel/shm_rmid_forced /proc/sys/kernel/msgmax; "
-                          "tr '\\0' ' ' </proc/1/cmdline; echo; cat /sys/fs/cgroup/memory.max"});
-  ASSERT_TRUE(r.ok) << r.error;
-  std::istringstream out(DecodeBase64(r.body.value("stdout", "")));
-  std::string shm, msgmax, pid1, memory_max;
-  std::getline(out, shm);
-  std::getline(out, msgmax);
-  std::getline(out, pid1);
-  std::getline(out, memory_max);
-  EXPECT_EQ(shm, "1");
-  EXPECT_EQ(msgmax, "10000");
-  EXPECT_NE(pid1.find("pause"), std::string::npos) << "PID 1 is " << pid1;
-  EXPECT_EQ(memory_max, std::to_string(64 << 20)) << DecodeBase64(r.body.value("stderr", ""));
-  RemovePodAndCheckNothingLeft(pod, socket);
-}
-
 // containerd restarts while a VM pod runs: the restarted containerd finds
 // the pod on the same shim and QEMU, execs reach the guest, and exits that
 // happen after the restart reach it (a container that ends by itself with 5,
