@@ -461,9 +461,9 @@ TEST_P(CriVmPodTest, QemuKillExitsContainersWith137AndPodIsRemovedCleanly) {
 }
 
 // StopContainer with a grace period, as kubelet sends it: the stop signal
-// (SIGTERM) reaches the container's PID 1; one that exits on it reports its
-// own status (7), one that ignores it (sleep as PID 1) is killed with SIGKILL
-// when the grace period ends (137). Both are EXITED when the call returns.
+// (SIGTERM) reaches the container's init; one that exits on it reports its
+// own status (7), one that ignores it is killed with SIGKILL when the grace
+// period ends (137). Both are EXITED when the call returns.
 TEST_P(CriVmPodTest, StopContainerSignalsThenKillsAfterTheGracePeriod) {
   const json pod_config = PodConfig("vmstop");
   const std::string pod = RunPod(pod_config);
@@ -476,8 +476,12 @@ TEST_P(CriVmPodTest, StopContainerSignalsThenKillsAfterTheGracePeriod) {
   CriReply created = cri_->RunContainer(pod, pod_config, term);
   ASSERT_TRUE(created.ok) << created.error << "\n" << containerd_->LogTail();
   const std::string traps = created.body.value("container_id", "");
-  const std::string ignores = StartContainer(pod, pod_config, "ignores");
-  ASSERT_FALSE(ignores.empty());
+  json ignore = term;
+  ignore["metadata"]["name"] = "ignores";
+  ignore["command"] = {"sh", "-c", "trap '' TERM; exec sleep 3600"};
+  created = cri_->RunContainer(pod, pod_config, ignore);
+  ASSERT_TRUE(created.ok) << created.error << "\n" << containerd_->LogTail();
+  const std::string ignores = created.body.value("container_id", "");
 
   for (const auto& [id, status] : {std::pair{traps, 7}, std::pair{ignores, 137}}) {
     CriReply stop =
