@@ -17,6 +17,10 @@ void AddValueIf(Argv& argv, const char* flag, const std::string& value) {
 
 }  // namespace
 
+std::string InternalPidFile(const std::string& pid_file) {
+  return pid_file + ".internal";
+}
+
 Argv ArgvBuilder::Base(const char* command) const {
   Argv argv{config_.binary};
   AddValueIf(argv, "--root", config_.root);
@@ -28,6 +32,7 @@ Argv ArgvBuilder::Base(const char* command) const {
     argv.emplace_back(flavour_.criu_path_flag);
     argv.push_back(config_.criu_path);
   }
+  for (std::string_view flag : flavour_.global_flags) argv.emplace_back(flag);
   for (const auto& [key, value] : config_.runtime_flags) argv.push_back("--" + key + "=" + value);
   argv.emplace_back(command);
   return argv;
@@ -64,6 +69,10 @@ Argv ArgvBuilder::Restore(const CreateRequest& req) const {
 Argv ArgvBuilder::Exec(const ExecRequest& req) const {
   Argv argv = Base("exec");
   argv.insert(argv.end(), {"--process", req.process_json, "--detach", "--pid-file", req.pid_file});
+  if (!flavour_.exec_internal_pid_flag.empty()) {
+    argv.emplace_back(flavour_.exec_internal_pid_flag);
+    argv.push_back(InternalPidFile(req.pid_file));
+  }
   AddValueIf(argv, "--console-socket", req.stdio.console_socket);
   argv.push_back(req.id);
   return argv;
@@ -74,6 +83,12 @@ Argv ArgvBuilder::Kill(const std::string& id, int signal, bool all) const {
   AddIf(argv, all, "--all");
   argv.push_back(id);
   argv.push_back(std::to_string(signal));
+  return argv;
+}
+
+Argv ArgvBuilder::KillProcess(const std::string& id, pid_t pid, int signal) const {
+  Argv argv = Base("kill");
+  argv.insert(argv.end(), {"--pid", std::to_string(pid), id, std::to_string(signal)});
   return argv;
 }
 

@@ -30,6 +30,10 @@ struct RuntimeConfig {
   std::map<std::string, std::string> runtime_flags;
 };
 
+// Where an exec's in-sandbox pid is written, next to its pid file
+// (Flavour::exec_internal_pid_flag).
+std::string InternalPidFile(const std::string& pid_file);
+
 class ArgvBuilder {
  public:
   ArgvBuilder(const Flavour& flavour, RuntimeConfig config)
@@ -43,10 +47,14 @@ class ArgvBuilder {
   // restore --detach --bundle B --pid-file P [--console-socket S] [--no-pivot]
   //         --image-path <checkpoint> [--work-path W] [--no-subreaper] <id>
   Argv Restore(const CreateRequest& req) const;
-  // exec --process <json> --detach --pid-file P [--console-socket S] <id>
+  // exec --process <json> --detach --pid-file P
+  //      [<exec_internal_pid_flag> InternalPidFile(P)] [--console-socket S] <id>
   Argv Exec(const ExecRequest& req) const;
   // kill [--all] <id> <signal>
   Argv Kill(const std::string& id, int signal, bool all) const;
+  // kill --pid <pid> <id> <signal>: one process of the container, by the pid
+  // the runtime itself gave it (Flavour::exec_internal_pid_flag).
+  Argv KillProcess(const std::string& id, pid_t pid, int signal) const;
   // delete [--force] <id>
   Argv Delete(const std::string& id, bool force) const;
   Argv Pause(const std::string& id) const;

@@ -82,6 +82,10 @@ constexpr std::string_view kRunscProcessGone[] = {
     "connecting to control server at pid",
 };
 
+// runsc loads a spec's seccomp filter into the sandbox only when told to;
+// without it a container's RuntimeDefault or Localhost profile is ignored.
+constexpr std::string_view kRunscGlobalFlags[] = {"--oci-seccomp"};
+
 constexpr Flavour kRunsc{
     .name = "runsc",
     .criu_path_flag = {},  // gVisor saves its own state, no criu
@@ -95,6 +99,8 @@ constexpr Flavour kRunsc{
     .sandbox_deletes_last = true,
     .sandbox_process = true,
     .no_container_cgroup = true,
+    .exec_internal_pid_flag = "--internal-pid-file",
+    .global_flags = kRunscGlobalFlags,
     .no_update =
         "runsc has no update command: a gVisor sandbox's resources are fixed "
         "when it is created",

@@ -74,6 +74,15 @@ struct Flavour {
   // wait for the container to empty asks `<runtime> ps` instead of reading
   // the cgroup.
   bool no_container_cgroup = false;
+  // An exec's pid file names a runtime process on the host that proxies the
+  // process in the sandbox (`runsc exec`); killing it leaves the process
+  // running, holding the exec's stdio. The exec writes the sandbox's own pid
+  // to `<pid file>.internal` with this flag, and signals go to that pid with
+  // `kill --pid`.
+  std::string_view exec_internal_pid_flag;
+  // Global flags every call carries (runsc's --oci-seccomp: without it
+  // runsc ignores the spec's linux.seccomp).
+  std::span<const std::string_view> global_flags;
   // Non-empty: the runtime cannot do this here, and the call is answered
   // Unimplemented with this reason instead of running the runtime.
   std::string_view no_update;

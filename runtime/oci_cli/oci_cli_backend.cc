@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "base/file_util.h"
 #include "base/spawn.h"
 #include "google/protobuf/any.pb.h"
 #include "oci/annotations.h"
@@ -304,8 +307,23 @@ void OciCliBackend::Restore(std::shared_ptr<PendingStart> pending, Done done) {
 }
 
 void OciCliBackend::Exec(const ExecRequest& req, Done done) {
+  const bool internal_pid = !argv_.flavour().exec_internal_pid_flag.empty();
   Run(Call{.what = "exec", .id = req.id, .argv = ArgvFor(req.id).Exec(req), .stdio = &req.stdio},
-      [done = std::move(done)](Status s, CommandResult) { done(std::move(s)); });
+      [this, internal_pid, id = req.id, exec_id = req.exec_id, pid_file = req.pid_file,
+       done = std::move(done)](Status s, CommandResult) mutable {
+        if (s.ok() && internal_pid) {
+          // The exec's pid in the sandbox, which its signals go to
+          // (SignalExec). Without one they go to the host-side proxy.
+          const std::string path = InternalPidFile(pid_file);
+          Result<std::string> text = ReadFile(path);
+          ::unlink(path.c_str());
+          const long pid = text ? std::strtol(text->c_str(), nullptr, 10) : 0;
+          if (auto it = containers_.find(id); pid > 0 && it != containers_.end()) {
+            it->second.exec_internal_pids[exec_id] = static_cast<pid_t>(pid);
+          }
+        }
+        done(std::move(s));
+      });
 }
 
 void OciCliBackend::Kill(const std::string& id, int signal, bool all, Done done) {

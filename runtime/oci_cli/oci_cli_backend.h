@@ -112,6 +112,9 @@ class OciCliBackend final : public Backend {
     // fails).
     bool joined = false;
     bool started = false;
+    // runsc: each running exec's pid in the sandbox, by exec id
+    // (Flavour::exec_internal_pid_flag), which its signals go to.
+    std::map<std::string, pid_t> exec_internal_pids;
     std::function<void(int)> wait_after_start;
   };
   // The container's argv builder; the pod's for a container never created
@@ -211,6 +214,8 @@ class OciCliBackend final : public Backend {
   std::map<uint64_t, Running> calls_;
   std::map<uint64_t, KillWait> kill_waits_;  // WaitUntilEmpty's waits
   std::map<std::string, Entry> containers_;
+  // Expires with the backend: reaper callbacks that outlive it check it.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   std::optional<Status> can_checkpoint_;  // result of the runtime probe
   // The newest runtime-spec version the runtime takes, once probed; ""
   // when the runtime could not say (the spec then goes as it is).

@@ -119,19 +119,45 @@ void OciCliBackend::WatchInitExit(const std::string& id, pid_t pid,
   RunWait(id, std::move(on_exit));
 }
 
-void OciCliBackend::WatchExecExit(const std::string&, const std::string&, pid_t pid,
+void OciCliBackend::WatchExecExit(const std::string& id, const std::string& exec_id, pid_t pid,
                                   std::function<void(int exit_status)> on_exit) {
-  reaper_.Watch(pid, [on_exit = std::move(on_exit)](int wait_status) {
+  reaper_.Watch(pid, [this, alive = std::weak_ptr<bool>(alive_), id, exec_id,
+                      on_exit = std::move(on_exit)](int wait_status) {
+    // The sandbox may give the exec's pid to another process now.
+    if (!alive.expired()) {
+      if (auto it = containers_.find(id); it != containers_.end()) {
+        it->second.exec_internal_pids.erase(exec_id);
+      }
+    }
     on_exit(ExitStatusFromWait(wait_status));
   });
 }
 
-void OciCliBackend::ForgetExit(const std::string&, const std::string&, pid_t pid) {
+void OciCliBackend::ForgetExit(const std::string& id, const std::string& exec_id, pid_t pid) {
   if (pid > 0) reaper_.Discard(pid);
+  if (auto it = containers_.find(id); it != containers_.end()) {
+    it->second.exec_internal_pids.erase(exec_id);
+  }
 }
 
-void OciCliBackend::SignalExec(const std::string&, const std::string& exec_id, pid_t pid,
+void OciCliBackend::SignalExec(const std::string& id, const std::string& exec_id, pid_t pid,
                                int signal, Done done) {
+  if (auto it = containers_.find(id); it != containers_.end()) {
+    auto internal = it->second.exec_internal_pids.find(exec_id);
+    if (internal != it->second.exec_internal_pids.end()) {
+      // The process in the sandbox: its proxy on the host exits with it.
+      const Flavour& flavour = argv_.flavour();
+      return Run(Call{.what = "kill",
+                      .id = id,
+                      .argv = ArgvFor(id).KillProcess(id, internal->second, signal)},
+                 [&flavour, done = std::move(done)](Status s, CommandResult) mutable {
+                   if (!s.ok() && IsProcessGone(flavour, s.message())) {
+                     s = NotFoundError("process already finished (" + s.message() + ")");
+                   }
+                   done(std::move(s));
+                 });
+    }
+  }
   if (::kill(pid, signal) == 0) return PostDone(std::move(done), Status::Ok());
   if (errno == ESRCH) return PostDone(std::move(done), NotFoundError("process already finished"));
   PostDone(std::move(done), ErrnoError("kill", "exec " + exec_id));

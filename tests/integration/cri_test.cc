@@ -86,12 +86,13 @@ class CriTest : public ::testing::Test {
   // file named by its runtimeoptions ConfigPath (docs/config.md):
   // - "hull-pod" sizes the pod cgroup and accounts the shim to it;
   // - "hull-runsc" runs the pod in one gVisor sandbox, with runsc's state
-  //   under the test's directory. network = "none": Debian's runsc (2022)
-  //   decides it is in the host's network namespace when
-  //   /proc/sys/net/core/rmem_default exists, which on kernels that made that
-  //   sysctl per namespace (this host's 6.x) is true in the pod's namespace
-  //   too, so "sandbox" fails with "cannot run with network enabled in root
-  //   network namespace" (docs/backends.md).
+  //   under the test's directory, and the shipped network = "host" (the
+  //   sandbox in the pod's namespace, sockets through the host kernel):
+  //   Debian's runsc (2022) decides it is in the host's network namespace
+  //   when /proc/sys/net/core/rmem_default exists, which on kernels that made
+  //   that sysctl per namespace (this host's 6.x) is true in the pod's
+  //   namespace too, so "sandbox" fails with "cannot run with network enabled
+  //   in root network namespace" (docs/backends.md).
   std::string HandlersToml() {
     auto handler = [&](const std::string& name, const std::string& config,
                        const std::string& runtime_keys = "") {
@@ -103,7 +104,7 @@ class CriTest : public ::testing::Test {
              ".options]\n  ConfigPath = \"" + path + "\"\n";
     };
     const std::string runsc_config =
-        "runtime = \"runsc\"\nroot = \"" + RunscRoot() + "\"\n[runsc_config]\nnetwork = \"none\"\n";
+        "runtime = \"runsc\"\nroot = \"" + RunscRoot() + "\"\n[runsc_config]\nnetwork = \"host\"\n";
     std::string toml =
         handler("hull-pod", "[sizing]\npod_cgroup_limits = true\nshim_in_pod_cgroup = true\n") +
         handler("hull-runsc", runsc_config);
@@ -347,6 +348,96 @@ INSTANTIATE_TEST_SUITE_P(Handlers, CriPodTest,
                                            PodCase{"HostNetwork", "hull", true},
                                            PodCase{"RunscPodNetwork", "hull-runsc", false},
                                            PodCase{"C2PodNetwork", "hull", false, true},
+                                           PodCase{"C2RunscPodNetwork", "hull-runsc", false, true}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// One standard for the runc and gVisor handlers (issue 23), in one pod:
+// - a Localhost seccomp profile that refuses mkdir is enforced (runsc loads
+//   a spec's seccomp only with --oci-seccomp);
+// - ExecSync with a 1 s timeout returns containerd's timeout error and the
+//   process it started is gone (runsc: killing the host-side `runsc exec`
+//   left the process in the sandbox holding the exec's output, and the call
+//   never returned);
+// - the container sees the pod's IP on its interface (runsc: the shipped
+//   network = "host");
+// - StopContainer with a grace period ends a container that ignores SIGTERM
+//   with SIGKILL after it (137).
+class CriParityTest : public CriPodTest {};
+
+TEST_P(CriParityTest, SeccompExecTimeoutAndStopGraceAsForRunc) {
+  const json pod_config = PodConfig("parity", GetParam().host_network);
+  const std::string pod = RunPod(pod_config, GetParam().handler);
+  ASSERT_FALSE(pod.empty());
+  const std::string profile = config_dir_ + "/no-mkdir.json";
+  std::ofstream(profile)
+      << json{{"defaultAction", "SCMP_ACT_ALLOW"},
+              {"architectures", {"SCMP_ARCH_X86_64"}},
+              {"syscalls", {{{"names", {"mkdir", "mkdirat"}}, {"action", "SCMP_ACT_ERRNO"}}}}}
+             .dump();
+  json config = BusyboxContainerConfig("parity", kBusybox);
+  // SIGTERM ignored (inherited through exec), whether or not the sleep is
+  // PID 1: the container shares the pod's PID namespace (CRI's default for
+  // a container without namespace_options).
+  config["command"] = {"sh", "-c",
+                       "mkdir /tmp/made; echo $? >/tmp/rc; trap '' TERM; exec sleep 3600"};
+  config["linux"]["security_context"]["seccomp"] = {{"profile_type", "Localhost"},
+                                                    {"localhost_ref", profile}};
+  CriReply run = cri_->RunContainer(pod, pod_config, config);
+  ASSERT_TRUE(run.ok) << run.error << "\n" << containerd_->LogTail();
+  const std::string id = run.body.value("container_id", "");
+  auto exec = [&](const std::vector<std::string>& cmd, int timeout_s) {
+    return cri_->Call("ExecSync", {{"container_id", id}, {"cmd", cmd}, {"timeout", timeout_s}},
+                      std::chrono::seconds(90));
+  };
+
+  CriReply rc;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        rc = exec({"cat", "/tmp/rc"}, 30);
+        return rc.ok && rc.body.value("exit_code", -1) == 0;
+      },
+      30s))
+      << rc.error;
+  EXPECT_NE(DecodeBase64(rc.body.value("stdout", "")), "0\n") << "mkdir was allowed";
+  EXPECT_FALSE(fs::exists(Bundle(id) + "/rootfs/tmp/made"));
+
+  // The pod network: the container's interfaces carry the pod's IP (runsc
+  // with network = "none" had only loopback).
+  CriReply pod_status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
+  ASSERT_TRUE(pod_status.ok) << pod_status.error;
+  const std::string pod_ip = pod_status.body["status"]["network"].value("ip", "");
+  ASSERT_FALSE(pod_ip.empty()) << pod_status.body.dump();
+  CriReply addresses = exec({"ip", "-4", "addr"}, 30);
+  ASSERT_TRUE(addresses.ok) << addresses.error;
+  EXPECT_NE(DecodeBase64(addresses.body.value("stdout", "")).find(pod_ip + "/"), std::string::npos)
+      << pod_ip << " not in:\n"
+      << DecodeBase64(addresses.body.value("stdout", ""));
+
+  CriReply timed_out = exec({"sleep", "61"}, 1);
+  ASSERT_FALSE(timed_out.ok);
+  EXPECT_NE(timed_out.error.find("timeout 1s exceeded"), std::string::npos) << timed_out.error;
+  std::string ps;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        CriReply r = exec({"ps"}, 30);
+        ps = r.ok ? DecodeBase64(r.body.value("stdout", "")) : r.error;
+        return r.ok && ps.find("sleep 61") == std::string::npos;
+      },
+      30s))
+      << ps;
+
+  CriReply stop = cri_->Call("StopContainer", {{"container_id", id}, {"timeout", 3}});
+  ASSERT_TRUE(stop.ok) << stop.error << "\n" << containerd_->LogTail();
+  CriReply status = cri_->Call("ContainerStatus", {{"container_id", id}});
+  ASSERT_TRUE(status.ok) << status.error;
+  EXPECT_EQ(status.body["status"].value("state", ""), "CONTAINER_EXITED");
+  EXPECT_EQ(status.body["status"].value("exit_code", 0), 137);
+  RemovePodAndCheckNothingLeft(pod);
+}
+
+INSTANTIATE_TEST_SUITE_P(Handlers, CriParityTest,
+                         ::testing::Values(PodCase{"PodNetwork", "hull", false},
+                                           PodCase{"RunscPodNetwork", "hull-runsc", false},
                                            PodCase{"C2RunscPodNetwork", "hull-runsc", false, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 

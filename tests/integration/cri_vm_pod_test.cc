@@ -460,6 +460,39 @@ TEST_P(CriVmPodTest, QemuKillExitsContainersWith137AndPodIsRemovedCleanly) {
   RemovePodAndCheckNothingLeft(pod, socket);
 }
 
+// StopContainer with a grace period, as kubelet sends it: the stop signal
+// (SIGTERM) reaches the container's init; one that exits on it reports its
+// own status (7), one that ignores it is killed with SIGKILL when the grace
+// period ends (137). Both are EXITED when the call returns.
+TEST_P(CriVmPodTest, StopContainerSignalsThenKillsAfterTheGracePeriod) {
+  const json pod_config = PodConfig("vmstop");
+  const std::string pod = RunPod(pod_config);
+  ASSERT_FALSE(pod.empty());
+  const std::string socket = ShimSocket(pod);
+  json term = {{"metadata", {{"name", "term"}}},
+               {"image", {{"image", kBusybox}}},
+               {"command", {"sh", "-c", "trap 'exit 7' TERM; while true; do sleep 1; done"}},
+               {"linux", json::object()}};
+  CriReply created = cri_->RunContainer(pod, pod_config, term);
+  ASSERT_TRUE(created.ok) << created.error << "\n" << containerd_->LogTail();
+  const std::string traps = created.body.value("container_id", "");
+  json ignore = term;
+  ignore["metadata"]["name"] = "ignores";
+  ignore["command"] = {"sh", "-c", "trap '' TERM; exec sleep 3600"};
+  created = cri_->RunContainer(pod, pod_config, ignore);
+  ASSERT_TRUE(created.ok) << created.error << "\n" << containerd_->LogTail();
+  const std::string ignores = created.body.value("container_id", "");
+
+  for (const auto& [id, status] : {std::pair{traps, 7}, std::pair{ignores, 137}}) {
+    CriReply stop =
+        cri_->Call("StopContainer", {{"container_id", id}, {"timeout", 3}}, kCriTimeout);
+    ASSERT_TRUE(stop.ok) << id << ": " << stop.error << "\n" << containerd_->LogTail(100);
+    EXPECT_EQ(ContainerState(id).first, "CONTAINER_EXITED") << id;
+    EXPECT_EQ(ContainerState(id).second, status) << id;
+  }
+  RemovePodAndCheckNothingLeft(pod, socket);
+}
+
 // containerd restarts while a VM pod runs: the restarted containerd finds
 // the pod on the same shim and QEMU, execs reach the guest, and exits that
 // happen after the restart reach it (a container that ends by itself with 5,
@@ -619,6 +652,28 @@ TEST_P(CriVmPodTest, HostNetworkPodIsRefused) {
   EXPECT_TRUE(list.body.value("items", json::array()).empty()) << list.body.dump();
   std::vector<std::string> cgroups = CgroupsUnder(cgroup_parent_);
   EXPECT_TRUE(cgroups.empty()) << "left: " << cgroups.front();
+}
+
+// hostPID and hostIPC cannot be given to a VM pod either (issue 23: they
+// were ignored, the containers saw the guest's namespaces): RunPodSandbox
+// fails with InvalidArgument naming what was asked, before any QEMU starts.
+TEST_P(CriVmPodTest, HostPidAndHostIpcPodsAreRefused) {
+  for (const auto& [ns, field] : {std::pair{"pid", "hostPID"}, std::pair{"ipc", "hostIPC"}}) {
+    json pod_config = PodConfig(std::string("vmhost") + ns);
+    pod_config["linux"]["security_context"]["namespace_options"][ns] = "NODE";
+    const std::vector<std::string> runs_before = VmRunDirs();
+    CriReply r = cri_->Call("RunPodSandbox",
+                            {{"config", pod_config}, {"runtime_handler", "hull-vm"}}, kCriTimeout);
+    ASSERT_FALSE(r.ok) << field;
+    EXPECT_EQ(r.error.rfind("INVALID_ARGUMENT:", 0), 0u) << r.error;
+    EXPECT_NE(r.error.find(field), std::string::npos) << r.error;
+    EXPECT_EQ(VmRunDirs(), runs_before);
+  }
+  EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 60s));
+  EXPECT_EQ(MountsUnder(containerd_->dir()), std::vector<std::string>{});
+  CriReply list = cri_->Call("ListPodSandbox");
+  ASSERT_TRUE(list.ok) << list.error;
+  EXPECT_TRUE(list.body.value("items", json::array()).empty()) << list.body.dump();
 }
 
 // The guest's memory cost, for [sizing] overhead_memory_mib (docs/vm.md,

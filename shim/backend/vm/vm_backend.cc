@@ -85,7 +85,9 @@ void VmBackend::Create(const CreateRequest& req, Done done) {
   }
   auto spec = ReadFile(req.bundle + "/config.json");
   if (!spec) return Post(std::move(done), spec.error().WithContext("create " + req.id));
-  Result<GuestContainer> guest = share_->AddContainer(req.id, req.bundle + "/rootfs", *spec);
+  Result<std::string> rootfs = HostRootfs(req.bundle, *spec);
+  if (!rootfs) return Post(std::move(done), rootfs.error().WithContext("create " + req.id));
+  Result<GuestContainer> guest = share_->AddContainer(req.id, *rootfs, *spec);
   if (!guest) return Post(std::move(done), guest.error().WithContext("create " + req.id));
   const bool terminal = !req.stdio.console_socket.empty();
 

@@ -110,6 +110,9 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
                                      "(hostNetwork: true, or a spec without a network "
                                      "namespace): the pod's VM has its own network stack"));
   }
+  if (Status host = RefuseHostNamespaces(spec); !host.ok()) {
+    return Post(std::move(boot->done), host);
+  }
 
   Result<GuestAssets> assets = ResolveGuestAssets(options_.vm, GuestAssetDirs(self_exe_));
   if (!assets) return Post(std::move(boot->done), assets.error());
