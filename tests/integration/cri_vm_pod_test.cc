@@ -1,11 +1,11 @@
-// VM pods through CRI: the CRI plugin of containerd 1.6.20 and of 2.1.5
+// VM pods through CRI: the CRI plugin of containerd 1.6.20 and of 2.x
 // (sandboxer podsandbox: the pause container is a task; the Sandbox API's
 // "shim" sandboxer is in sandbox_api_test) with the runtime handler
 // "hull-vm", a hull config with runtime = "vm" (docs/vm.md). The pod is one
 // QEMU micro-VM under TCG, sized at boot from linux.resources, holding the
 // pause container and the pod's containers. One guest at a time
 // (RESOURCE_LOCK hull_agent_vm and hull_containerd); skips, saying why,
-// without root, QEMU, the guest image or (2.1.5) containerd 2.x.
+// without root, QEMU, the guest image or containerd 2.x.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -132,7 +132,7 @@ class ClientNamespace {
   std::string name_, veth_, error_;
 };
 
-// Which containerd runs the pods: Debian's 1.6.20, or the harness's 2.1.5.
+// Which containerd runs the pods: Debian's 1.6.20, or the harness's 2.x (2.3.4 by default).
 struct Containerd {
   const char* name;
   bool v2;
@@ -688,7 +688,7 @@ TEST_P(CriVmPodTest, MeasureGuestMemoryCost) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Containerd, CriVmPodTest,
-                         ::testing::Values(Containerd{"v1_6", false}, Containerd{"v2_1", true}),
+                         ::testing::Values(Containerd{"v1_6", false}, Containerd{"v2", true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
