@@ -375,10 +375,16 @@ TEST_P(CriPodTest, InPlaceResizeReachesTheContainersCgroup) {
     std::istringstream in(ReadText("/proc/" + std::to_string(pid) + "/cgroup"));
     for (std::string line; std::getline(in, line);) {
       if (v2 && line.starts_with("0::")) return "/sys/fs/cgroup" + line.substr(3);
-      if (!v2 && line.find(":" + controller + ":") != std::string::npos) {
-        std::string name = controller == "cpu" ? "cpu,cpuacct" : controller;
-        if (!fs::exists("/sys/fs/cgroup/" + name)) name = controller;
-        return "/sys/fs/cgroup/" + name + line.substr(line.rfind(':') + 1);
+      // v1: "<n>:cpu:<path>" or "<n>:cpu,cpuacct:<path>", mounted at
+      // /sys/fs/cgroup/<controllers> (and /sys/fs/cgroup/cpu on most hosts).
+      const size_t a = line.find(':'), b = line.find(':', a + 1);
+      if (v2 || a == std::string::npos || b == std::string::npos) continue;
+      const std::string controllers = line.substr(a + 1, b - a - 1);
+      std::istringstream names(controllers);
+      for (std::string name; std::getline(names, name, ',');) {
+        if (name != controller) continue;
+        const std::string joint = "/sys/fs/cgroup/" + controllers + line.substr(b + 1);
+        return fs::exists(joint) ? joint : "/sys/fs/cgroup/" + controller + line.substr(b + 1);
       }
     }
     return "";
