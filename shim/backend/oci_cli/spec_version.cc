@@ -54,10 +54,6 @@ std::string Name(const Version& v) {
   return std::to_string(v.major) + "." + std::to_string(v.minor) + "." + std::to_string(v.patch);
 }
 
-std::string Display(const Version& v) {
-  return v.rc == Version::kRelease ? Name(v) : Name(v) + "-rc." + std::to_string(v.rc);
-}
-
 // What each release of runtime-spec 1.x added to config.json that a runtime
 // of an earlier release would not know, as JSON pointers, from the spec's
 // ChangeLog and its schema at each tag (docs/backends.md, "Spec versions").
