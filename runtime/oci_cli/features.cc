@@ -223,11 +223,17 @@ Result<std::string> BuildCrunFeatures(std::string_view version_output) {
 std::string CrunSpecVersionMax(std::string_view version_output) {
   Result<CrunVersion> v = ParseCrunVersion(version_output);
   if (!v) return "";
-  int major = 0, minor = 0;
+  int major = 0, minor = 0, patch = 0;
   const char* end = v->version.data() + v->version.size();
   auto [p, ec] = std::from_chars(v->version.data(), end, major);
-  if (ec == std::errc() && p != end && *p == '.') std::from_chars(p + 1, end, minor);
-  if (major > 1 || (major == 1 && minor >= 8)) return "1.1.0";
+  if (ec == std::errc() && p != end && *p == '.') {
+    auto [p2, ec2] = std::from_chars(p + 1, end, minor);
+    if (ec2 == std::errc() && p2 != end && *p2 == '.') std::from_chars(p2 + 1, end, patch);
+  }
+  // crun took the OCI time namespace in 1.8.4, the scheduler in 1.8.5 and
+  // ioPriority in 1.8.6: the fields of 1.1.0-rc.2 and rc.3.
+  if (major > 1 || (major == 1 && (minor > 8 || (minor == 8 && patch >= 6)))) return "1.1.0";
+  if (major == 1 && minor == 8) return "1.1.0-rc.1";
   return v->spec.empty() ? std::string("1.0.0") : v->spec;
 }
 

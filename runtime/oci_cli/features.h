@@ -37,7 +37,9 @@ Result<std::string> BuildCrunFeatures(std::string_view version_output);
 // `version_output` lets through its ociVersion check (a
 // Flavour::spec_version_max), for crun without `crun features`. crun 1.8
 // accepts 1.0.x and 1.1.x and refuses 1.2 ("unknown version specified"),
-// though its banner says "spec: 1.0.0"; older crun: the banner's version.
+// though its banner says "spec: 1.0.0". Before 1.8.6 it knows the fields of
+// 1.1.0-rc.1 only (no OCI time namespace, scheduler or ioPriority), so
+// "1.1.0-rc.1"; 1.8.6 and later "1.1.0"; older crun: the banner's version.
 // "" when the output is not crun's banner.
 std::string CrunSpecVersionMax(std::string_view version_output);
 

@@ -85,6 +85,7 @@ class CriTest : public ::testing::Test {
   // Runtime handlers besides the harness's "hull", each with a hull config
   // file named by its runtimeoptions ConfigPath (docs/config.md):
   // - "hull-pod" sizes the pod cgroup and accounts the shim to it;
+  // - "hull-crun" runs the pod's containers with crun;
   // - "hull-runsc" runs the pod in one gVisor sandbox, with runsc's state
   //   under the test's directory, and the shipped network = "host" (the
   //   sandbox in the pod's namespace, sockets through the host kernel):
@@ -107,7 +108,7 @@ class CriTest : public ::testing::Test {
         "runtime = \"runsc\"\nroot = \"" + RunscRoot() + "\"\n[runsc_config]\nnetwork = \"host\"\n";
     std::string toml =
         handler("hull-pod", "[sizing]\npod_cgroup_limits = true\nshim_in_pod_cgroup = true\n") +
-        handler("hull-runsc", runsc_config);
+        handler("hull-runsc", runsc_config) + handler("hull-crun", "runtime = \"crun\"\n");
     // The harness moves these tables to plugins."io.containerd.cri.v1.runtime"
     // on containerd 2.x. The "shim" sandboxer (hull's Sandbox API) is
     // sandbox_api_test's: its pause is hull's own process, not a task.
@@ -348,6 +349,7 @@ INSTANTIATE_TEST_SUITE_P(Handlers, CriPodTest,
                                            PodCase{"HostNetwork", "hull", true},
                                            PodCase{"RunscPodNetwork", "hull-runsc", false},
                                            PodCase{"C2PodNetwork", "hull", false, true},
+                                           PodCase{"C2CrunPodNetwork", "hull-crun", false, true},
                                            PodCase{"C2RunscPodNetwork", "hull-runsc", false, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
@@ -440,6 +442,99 @@ INSTANTIATE_TEST_SUITE_P(Handlers, CriParityTest,
                                            PodCase{"RunscPodNetwork", "hull-runsc", false},
                                            PodCase{"C2RunscPodNetwork", "hull-runsc", false, true}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+
+// In-place resize (Kubernetes' InPlacePodVerticalScaling) on containerd 2.x,
+// with the kubelet's sequence: UpdatePodSandboxResources (containerd records
+// it; nothing reaches the shim), then UpdateContainerResources per
+// container, up then down, CPU and memory. runc and crun: the container's
+// cgroup takes the new limits, and the container reads them. runsc: refused
+// with the reason (docs/backends.md, "In-place resize").
+TEST_P(CriPodTest, InPlaceResizeReachesTheContainersCgroup) {
+  if (!GetParam().containerd2 || GetParam().host_network) {
+    GTEST_SKIP() << "resize runs on containerd 2.x pod-network cases";
+  }
+  const bool runsc = std::string_view(GetParam().handler) == "hull-runsc";
+  const json pod_config = PodConfig("resize", /*host_network=*/false);
+  const std::string pod = RunPod(pod_config, GetParam().handler);
+  ASSERT_FALSE(pod.empty());
+  const std::string app = StartContainer(pod, pod_config, "app");
+  ASSERT_FALSE(app.empty());
+
+  // The directory of `pid`'s cgroup holding `controller` (v1 or v2).
+  auto cgroup_dir = [](pid_t pid, const std::string& controller) -> std::string {
+    const bool v2 = fs::exists("/sys/fs/cgroup/cgroup.controllers");
+    std::istringstream in(ReadText("/proc/" + std::to_string(pid) + "/cgroup"));
+    for (std::string line; std::getline(in, line);) {
+      if (v2 && line.starts_with("0::")) return "/sys/fs/cgroup" + line.substr(3);
+      // v1: "<n>:cpu:<path>" or "<n>:cpu,cpuacct:<path>", mounted at
+      // /sys/fs/cgroup/<controllers> (and /sys/fs/cgroup/cpu on most hosts).
+      const size_t a = line.find(':'), b = line.find(':', a + 1);
+      if (v2 || a == std::string::npos || b == std::string::npos) continue;
+      const std::string controllers = line.substr(a + 1, b - a - 1);
+      std::istringstream names(controllers);
+      for (std::string name; std::getline(names, name, ',');) {
+        if (name != controller) continue;
+        const std::string joint = "/sys/fs/cgroup/" + controllers + line.substr(b + 1);
+        return fs::exists(joint) ? joint : "/sys/fs/cgroup/" + controller + line.substr(b + 1);
+      }
+    }
+    return "";
+  };
+  auto first_word = [](const std::string& text) {
+    std::istringstream in(text);
+    std::string w;
+    in >> w;
+    return w;
+  };
+
+  struct Step {
+    int64_t memory;
+    int64_t quota;
+  };
+  // 256 MiB / 1.5 CPU at start (PodConfig): up to 384 MiB / 2 CPU, down to
+  // 128 MiB / 0.5 CPU.
+  for (const Step step : {Step{384ll << 20, 200000}, Step{128ll << 20, 50000}}) {
+    const json resources = {
+        {"cpu_period", 100000}, {"cpu_quota", step.quota}, {"memory_limit_in_bytes", step.memory}};
+    CriReply sandbox = cri_->Call("UpdatePodSandboxResources",
+                                  {{"pod_sandbox_id", pod}, {"resources", resources}});
+    EXPECT_TRUE(sandbox.ok) << sandbox.error;
+    CriReply update =
+        cri_->Call("UpdateContainerResources", {{"container_id", app}, {"linux", resources}});
+    if (runsc) {
+      ASSERT_FALSE(update.ok);
+      EXPECT_NE(update.error.find("runsc"), std::string::npos) << update.error;
+      break;
+    }
+    ASSERT_TRUE(update.ok) << update.error << "\n" << containerd_->LogTail();
+    const pid_t pid = TaskPid(app);
+    ASSERT_GT(pid, 0);
+    const std::string memory = cgroup_dir(pid, "memory");
+    const std::string cpu = cgroup_dir(pid, "cpu");
+    ASSERT_FALSE(memory.empty());
+    ASSERT_FALSE(cpu.empty());
+    std::string seen_memory, seen_quota;
+    if (fs::exists(memory + "/memory.max")) {
+      EXPECT_EQ(first_word(ReadText(memory + "/memory.max")), std::to_string(step.memory));
+      EXPECT_EQ(first_word(ReadText(cpu + "/cpu.max")), std::to_string(step.quota));
+    } else {
+      EXPECT_EQ(first_word(ReadText(memory + "/memory.limit_in_bytes")),
+                std::to_string(step.memory));
+      EXPECT_EQ(first_word(ReadText(cpu + "/cpu.cfs_quota_us")), std::to_string(step.quota));
+    }
+    // What the container itself reads.
+    CriReply exec = cri_->Call("ExecSync", {{"container_id", app},
+                                            {"cmd",
+                                             {"sh", "-c",
+                                              "cat /sys/fs/cgroup/memory.max 2>/dev/null || "
+                                              "cat /sys/fs/cgroup/memory/memory.limit_in_bytes"}},
+                                            {"timeout", 30}});
+    ASSERT_TRUE(exec.ok) << exec.error;
+    EXPECT_EQ(first_word(DecodeBase64(exec.body.value("stdout", ""))), std::to_string(step.memory));
+  }
+  RemovePodAndCheckNothingLeft(pod);
+}
 
 // A pod with one process namespace (shareProcessNamespace) whose app forks
 // workers: when the app's init is killed the workers, in the pod's pid

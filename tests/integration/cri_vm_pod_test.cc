@@ -1,11 +1,11 @@
-// VM pods through CRI: the CRI plugin of containerd 1.6.20 and of 2.1.5
+// VM pods through CRI: the CRI plugin of containerd 1.6.20 and of 2.x
 // (sandboxer podsandbox: the pause container is a task; the Sandbox API's
 // "shim" sandboxer is in sandbox_api_test) with the runtime handler
 // "hull-vm", a hull config with runtime = "vm" (docs/vm.md). The pod is one
 // QEMU micro-VM under TCG, sized at boot from linux.resources, holding the
 // pause container and the pod's containers. One guest at a time
 // (RESOURCE_LOCK hull_agent_vm and hull_containerd); skips, saying why,
-// without root, QEMU, the guest image or (2.1.5) containerd 2.x.
+// without root, QEMU, the guest image or containerd 2.x.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -132,7 +132,7 @@ class ClientNamespace {
   std::string name_, veth_, error_;
 };
 
-// Which containerd runs the pods: Debian's 1.6.20, or the harness's 2.1.5.
+// Which containerd runs the pods: Debian's 1.6.20, or the harness's 2.x (2.3.4 by default).
 struct Containerd {
   const char* name;
   bool v2;
@@ -408,6 +408,43 @@ TEST_P(CriVmPodTest, SizedVmPodRunsTwoContainersInOneGuest) {
   CriReply list = cri_->Call("ListContainerStats", {{"filter", {{"pod_sandbox_id", pod}}}});
   ASSERT_TRUE(list.ok) << list.error;
   EXPECT_EQ(list.body["stats"].size(), 2u) << list.body.dump();
+
+  // In-place resize with the kubelet's sequence (docs/vm.md, "Resize"):
+  // down to 128 MiB and 1 CPU, up to the 256 MiB the VM holds for the pod's
+  // containers, both applied to the container's cgroup in the guest
+  // (/sys/fs/cgroup/hull/<id>); then 512 MiB, beyond the VM's 376 MiB:
+  // refused naming both sizes, the guest's limit and the container
+  // unchanged. containerd 1.6 has no UpdatePodSandboxResources.
+  auto guest_limits = [&] {
+    CriReply r = Exec(c1, {"cat", "/sys/fs/cgroup/hull/" + c1 + "/memory.max",
+                           "/sys/fs/cgroup/hull/" + c1 + "/cpu.max"});
+    EXPECT_TRUE(r.ok) << r.error;
+    return DecodeBase64(r.body.value("stdout", ""));
+  };
+  auto resize = [&](int64_t memory, int64_t quota) {
+    const json resources = {
+        {"cpu_period", 100000}, {"cpu_quota", quota}, {"memory_limit_in_bytes", memory}};
+    if (GetParam().v2) {
+      CriReply sandbox = cri_->Call("UpdatePodSandboxResources",
+                                    {{"pod_sandbox_id", pod}, {"resources", resources}});
+      EXPECT_TRUE(sandbox.ok) << sandbox.error;
+    }
+    return cri_->Call("UpdateContainerResources", {{"container_id", c1}, {"linux", resources}});
+  };
+  CriReply down = resize(128ll << 20, 100000);
+  ASSERT_TRUE(down.ok) << down.error;
+  EXPECT_EQ(guest_limits(), std::to_string(128 << 20) + "\n100000 100000\n");
+  CriReply up = resize(256ll << 20, 200000);
+  ASSERT_TRUE(up.ok) << up.error;
+  EXPECT_EQ(guest_limits(), std::to_string(256 << 20) + "\n200000 100000\n");
+  CriReply beyond = resize(512ll << 20, 200000);
+  ASSERT_FALSE(beyond.ok);
+  EXPECT_NE(beyond.error.find("a memory limit of 512 MiB does not fit the pod's VM, booted with "
+                              "376 MiB of RAM of which 256 MiB are for the pod's containers"),
+            std::string::npos)
+      << beyond.error;
+  EXPECT_EQ(guest_limits(), std::to_string(256 << 20) + "\n200000 100000\n");
+  EXPECT_EQ(ContainerState(c1).first, "CONTAINER_RUNNING");
 
   // CRI's log path has each container's output, in CRI's log format
   // ("<time> stdout F one-out").
@@ -743,7 +780,7 @@ TEST_P(CriVmPodTest, MeasureGuestMemoryCost) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Containerd, CriVmPodTest,
-                         ::testing::Values(Containerd{"v1_6", false}, Containerd{"v2_1", true}),
+                         ::testing::Values(Containerd{"v1_6", false}, Containerd{"v2", true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

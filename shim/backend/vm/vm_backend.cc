@@ -228,6 +228,11 @@ void VmBackend::Resume(const std::string& id, Done done) {
 
 void VmBackend::Update(const std::string& id, const std::string& resources_json, Done done) {
   if (!agent_) return Post(std::move(done), FailedPreconditionError("the pod's VM is not running"));
+  // Beyond what the VM booted with: refused before the guest changes.
+  if (Status fits = CheckResizeFits(id, resources_json, capacity_); !fits.ok()) {
+    log_.Warn("pod {}: {}", sandbox_id_, fits.message());
+    return Post(std::move(done), std::move(fits));
+  }
   pb::UpdateContainerRequest req;
   req.set_container_id(id);
   req.set_resources_json(resources_json);

@@ -25,6 +25,7 @@
 #include "shim/backend/vm/pod_network.h"
 #include "shim/backend/vm/pod_share.h"
 #include "shim/backend/vm/qemu_command.h"
+#include "shim/backend/vm/vm_resize.h"
 
 namespace hull::shim::vm {
 
@@ -133,6 +134,7 @@ class VmBackend final : public Backend {
   std::unique_ptr<PodShare> share_;
   std::string netns_path_;  // the wired pod network namespace, if any
   pid_t qemu_pid_ = 0;
+  VmCapacity capacity_;  // what the VM booted with: Update's bound
   std::vector<std::function<void()>> on_qemu_exit_;
   std::function<void(int)> on_sandbox_exit_;  // StartSandbox's
   std::shared_ptr<AgentClient> agent_;

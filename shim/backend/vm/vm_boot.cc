@@ -157,6 +157,9 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
   if (*nic) (*nic)->tap.reset();
   if (!pid) return FailBoot(boot, pid.error().WithContext("start " + assets->qemu));
   qemu_pid_ = *pid;
+  capacity_ = VmCapacity{.vcpus = boot->vcpus,
+                         .memory_mib = boot->memory_mib,
+                         .container_memory_mib = req.size ? req.size->container_memory_mib : 0};
   JoinPodCgroupV1(req.pod_cgroup);
   log_.Info("pod {}: QEMU pid {}: {} vCPUs, {} MiB, {} {}, run directory {}", sandbox_id_,
             qemu_pid_, boot->vcpus, boot->memory_mib, options_.vm.machine, options_.vm.accel,
