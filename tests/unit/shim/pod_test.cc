@@ -19,6 +19,22 @@ class PodTest : public ShimHarness {
   std::string AppBundle(const std::string& name) {
     return MakeBundle(name, BundleSpec{.annotations = AppAnnotations("pause")});
   }
+  // Creates the pause container with PrepareSandbox held, then an app
+  // container of the pod while it is; both answers still due (nulls when the
+  // preparation never began).
+  using Reply = std::shared_ptr<AsyncReply<tv2::CreateTaskResponse>>;
+  std::pair<Reply, Reply> CreatePauseAndAppWhilePreparing() {
+    factory_.configure = [](FakeBackend& b) { b.Hold("PrepareSandbox"); };
+    auto pause =
+        CallAsync<tv2::CreateTaskResponse>("Create", CreateRequestFor("pause", PauseBundle()));
+    if (!RunUntil([&] { return factory_.last && fake().pending("PrepareSandbox") == 1; })) {
+      return {nullptr, nullptr};
+    }
+    auto app =
+        CallAsync<tv2::CreateTaskResponse>("Create", CreateRequestFor("app", AppBundle("app")));
+    Barrier();
+    return {pause, app};
+  }
   int IndexOfCall(const std::string& method, const std::string& id = "") {
     const auto& calls = fake().calls();
     for (size_t i = 0; i < calls.size(); ++i) {
@@ -132,13 +148,8 @@ TEST_F(PodTest, AFailedSandboxPreparationFailsTheCreate) {
 // preparing the sandbox waits for that one preparation (a VM is booted once),
 // and shares its outcome.
 TEST_F(PodTest, AdmissionsDuringThePreparationShareIt) {
-  factory_.configure = [](FakeBackend& b) { b.Hold("PrepareSandbox"); };
-  auto pause =
-      CallAsync<tv2::CreateTaskResponse>("Create", CreateRequestFor("pause", PauseBundle()));
-  ASSERT_TRUE(RunUntil([&] { return factory_.last && fake().pending("PrepareSandbox") == 1; }));
-  auto app =
-      CallAsync<tv2::CreateTaskResponse>("Create", CreateRequestFor("app", AppBundle("app")));
-  Barrier();
+  auto [pause, app] = CreatePauseAndAppWhilePreparing();
+  ASSERT_TRUE(pause && app);
   EXPECT_FALSE(app->done()) << "answered before the sandbox was ready";
   EXPECT_EQ(fake().count("PrepareSandbox"), 1u);
   EXPECT_TRUE(pod_->Get("app") == nullptr) << "no Container before its admission";
@@ -152,13 +163,8 @@ TEST_F(PodTest, AdmissionsDuringThePreparationShareIt) {
 }
 
 TEST_F(PodTest, AFailedPreparationFailsEveryWaitingAdmission) {
-  factory_.configure = [](FakeBackend& b) { b.Hold("PrepareSandbox"); };
-  auto pause =
-      CallAsync<tv2::CreateTaskResponse>("Create", CreateRequestFor("pause", PauseBundle()));
-  ASSERT_TRUE(RunUntil([&] { return factory_.last && fake().pending("PrepareSandbox") == 1; }));
-  auto app =
-      CallAsync<tv2::CreateTaskResponse>("Create", CreateRequestFor("app", AppBundle("app")));
-  Barrier();
+  auto [pause, app] = CreatePauseAndAppWhilePreparing();
+  ASSERT_TRUE(pause && app);
   ASSERT_TRUE(fake().Complete("PrepareSandbox", UnavailableError("no VM")));
   ASSERT_TRUE(Await(pause));
   ASSERT_TRUE(Await(app));
