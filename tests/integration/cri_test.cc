@@ -443,7 +443,6 @@ INSTANTIATE_TEST_SUITE_P(Handlers, CriParityTest,
                                            PodCase{"C2RunscPodNetwork", "hull-runsc", false, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
-
 // In-place resize (Kubernetes' InPlacePodVerticalScaling) on containerd 2.x,
 // with the kubelet's sequence: UpdatePodSandboxResources (containerd records
 // it; nothing reaches the shim), then UpdateContainerResources per
