@@ -68,14 +68,16 @@ constexpr size_t kMaxCalls = 8;
 // A Backend that runs nothing. Answers come on a later loop turn, as the
 // Backend contract asks; `pending` counts those not yet delivered, so the
 // fuzzer can let them all run before the service is destroyed.
-class PretendBackend final : public runtime::Backend {
+class PretendBackend final : public hull::runtime::Backend {
  public:
   PretendBackend(EventLoop& loop, int& pending) : loop_(loop), pending_(pending) {}
 
-  void PrepareSandbox(const runtime::SandboxRequest&, runtime::Done done) override { Ok(done); }
-  void TeardownSandbox(runtime::Done done) override { Ok(done); }
+  void PrepareSandbox(const hull::runtime::SandboxRequest&, hull::runtime::Done done) override {
+    Ok(done);
+  }
+  void TeardownSandbox(hull::runtime::Done done) override { Ok(done); }
   void Release(const std::string&) override {}
-  void Create(const runtime::CreateRequest& req, runtime::Done done) override {
+  void Create(const hull::runtime::CreateRequest& req, hull::runtime::Done done) override {
     Status written = Status::Ok();
     if (FILE* f = std::fopen(req.pid_file.c_str(), "we")) {
       std::fprintf(f, "%d", kPretendPid);
@@ -85,19 +87,21 @@ class PretendBackend final : public runtime::Backend {
     }
     Answer(std::move(done), written);
   }
-  void Start(const std::string&, runtime::Done done) override { Ok(done); }
-  void Exec(const runtime::ExecRequest&, runtime::Done done) override {
+  void Start(const std::string&, hull::runtime::Done done) override { Ok(done); }
+  void Exec(const hull::runtime::ExecRequest&, hull::runtime::Done done) override {
     Answer(std::move(done), FailedPreconditionError("pretend: no exec"));
   }
-  void Kill(const std::string&, int, bool, runtime::Done done) override { Ok(done); }
-  void Delete(const std::string&, bool, runtime::Done done) override { Ok(done); }
-  void Pause(const std::string&, runtime::Done done) override { Ok(done); }
-  void Resume(const std::string&, runtime::Done done) override { Ok(done); }
-  void Update(const std::string&, const std::string&, runtime::Done done) override { Ok(done); }
+  void Kill(const std::string&, int, bool, hull::runtime::Done done) override { Ok(done); }
+  void Delete(const std::string&, bool, hull::runtime::Done done) override { Ok(done); }
+  void Pause(const std::string&, hull::runtime::Done done) override { Ok(done); }
+  void Resume(const std::string&, hull::runtime::Done done) override { Ok(done); }
+  void Update(const std::string&, const std::string&, hull::runtime::Done done) override {
+    Ok(done);
+  }
   void Ps(const std::string&, std::function<void(Result<std::vector<pid_t>>)> done) override {
     Later([done = std::move(done)] { done(std::vector<pid_t>{kPretendPid}); });
   }
-  void Checkpoint(const runtime::CheckpointRequest&, runtime::Done done) override {
+  void Checkpoint(const hull::runtime::CheckpointRequest&, hull::runtime::Done done) override {
     Answer(std::move(done), UnimplementedError("pretend"));
   }
   void Stats(const std::string&, pid_t,
@@ -116,7 +120,8 @@ class PretendBackend final : public runtime::Backend {
   void WatchExecExit(const std::string&, const std::string&, pid_t,
                      std::function<void(int)>) override {}
   void ForgetExit(const std::string&, const std::string&, pid_t) override {}
-  void SignalExec(const std::string&, const std::string&, pid_t, int, runtime::Done done) override {
+  void SignalExec(const std::string&, const std::string&, pid_t, int,
+                  hull::runtime::Done done) override {
     Ok(done);
   }
   void ResizeTerminal(const std::string&, const std::string&, uint32_t, uint32_t) override {}
@@ -130,10 +135,10 @@ class PretendBackend final : public runtime::Backend {
       task();
     });
   }
-  void Answer(runtime::Done done, Status status) {
+  void Answer(hull::runtime::Done done, Status status) {
     Later([done = std::move(done), status = std::move(status)] { done(status); });
   }
-  void Ok(runtime::Done& done) { Answer(std::move(done), Status::Ok()); }
+  void Ok(hull::runtime::Done& done) { Answer(std::move(done), Status::Ok()); }
 
   EventLoop& loop_;
   int& pending_;
