@@ -3,7 +3,7 @@
 # Everything comes from Debian's archive; nothing is downloaded otherwise.
 
 HULL_PACKAGES=(
-  build-essential cmake ninja-build pkg-config clang-format ccache
+  build-essential cmake ninja-build pkg-config clang-format
   libprotobuf-dev protobuf-compiler libevent-dev nlohmann-json3-dev
   libseccomp-dev libcap-dev libspdlog-dev libfmt-dev googletest libgtest-dev libgmock-dev
   libtomlplusplus-dev
