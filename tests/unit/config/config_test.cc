@@ -205,6 +205,16 @@ TEST_F(ConfigTest, CodePointsTomlPlusPlusMishandlesAreRefused) {
   EXPECT_TRUE(ApplyToml("\xef\xbb\xbflog_level = \"info\"\n", "test", c).ok());
 }
 
+// Found by tests/fuzz/config_fuzzer: toml++'s own assert() (Debug builds)
+// on "[" and a control character, which its release build refuses.
+TEST_F(ConfigTest, ATableHeaderWithAControlCharacterIsRefused) {
+  ShimConfig c;
+  for (std::string_view text : {std::string_view("[\x1b\0\0\0\0\0\0\0overhead_vcpus\n", 24),
+                                std::string_view("[\x01]\n"), std::string_view("[ \x7f]\n")}) {
+    EXPECT_EQ(ApplyToml(text, "test", c).code(), Code::kInvalidArgument) << text;
+  }
+}
+
 // Found by tests/fuzz/config_fuzzer: a relative root was taken from runc's
 // Options and stored in the bundle as TOML that could not be read back.
 TEST_F(ConfigTest, RuncOptionsFollowTheTomlKeysRules) {
