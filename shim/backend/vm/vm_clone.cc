@@ -61,6 +61,11 @@ void VmBackend::BootFromTemplate(std::shared_ptr<Boot> boot) {
               build ? "another shim is building this shape's template" : build.error().ToString());
     return StartPodVm(boot, std::nullopt);
   }
+  // Another shim may have built it between the lookup and the lock.
+  if (Result<std::optional<Template>> again = cache.Find(boot->template_key); again && *again) {
+    boot->how = "clone";
+    return StartPodVm(boot, std::move(**again));
+  }
   boot->builder = std::make_unique<TemplateBuilder>();
   boot->builder->build = std::move(**build);
   boot->builder->tsc_khz = HostTscKhz();
