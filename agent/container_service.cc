@@ -15,16 +15,16 @@
 #include "agent/guest_spec.h"
 #include "base/file_util.h"
 #include "base/spawn.h"
-#include "shim/backend/oci_cli/argv.h"
-#include "shim/backend/oci_cli/flavour.h"
-#include "shim/backend/oci_cli/oci_cli_backend.h"
+#include "runtime/oci_cli/argv.h"
+#include "runtime/oci_cli/flavour.h"
+#include "runtime/oci_cli/oci_cli_backend.h"
 
 namespace hull::agent {
 namespace {
 
 namespace pb = ::hull::agent::v1;
-using shim::oci_cli::ArgvBuilder;
-using shim::oci_cli::RuntimeConfig;
+using runtime::oci_cli::ArgvBuilder;
+using runtime::oci_cli::RuntimeConfig;
 
 int64_t NowUnixNano() {
   timespec ts{};
@@ -74,18 +74,17 @@ Status CheckTerminal(const pb::Stdio& stdio, bool spec_terminal) {
   HULL_ASSIGN_OR_ANSWER(lhs, expr, [&](Status s) { (responder).Fail(std::move(s)); })
 
 ContainerService::ContainerService(EventLoop& loop, Reaper& reaper, ContainerOptions options,
-                                   std::unique_ptr<shim::Backend> backend)
+                                   std::unique_ptr<runtime::Backend> backend)
     : loop_(loop),
       reaper_(reaper),
       options_(std::move(options)),
       backend_(std::move(backend)),
       oom_polls_(loop) {
   if (backend_) return;
-  const auto& flavour = shim::oci_cli::FlavourFor(options_.runtime);
+  const auto& flavour = runtime::oci_cli::FlavourFor(options_.runtime);
   RuntimeConfig config{.binary = options_.runtime, .root = options_.runtime_root};
-  backend_ = std::make_unique<shim::oci_cli::OciCliBackend>(
-      loop_, reaper_, ArgvBuilder(flavour, std::move(config)),
-      shim::RuntimeOptions{.binary_name = options_.runtime, .root = options_.runtime_root});
+  backend_ = std::make_unique<runtime::oci_cli::OciCliBackend>(
+      loop_, reaper_, ArgvBuilder(flavour, std::move(config)));
 }
 
 ContainerService::~ContainerService() {
@@ -206,7 +205,7 @@ void ContainerService::Create(const ttrpc::CallContext&, pb::CreateContainerRequ
   c.init.stdio = std::move(*stdio);
   containers_.emplace(id, std::move(owned));
 
-  shim::CreateRequest create{
+  runtime::CreateRequest create{
       .id = id, .bundle = dir, .pid_file = dir + "/init.pid", .stdio = c.init.stdio->ForRuntime()};
   const uint64_t gen = c.generation;
   backend_->Create(create, [this, id, gen, pid_file = create.pid_file, context,
@@ -314,11 +313,11 @@ void ContainerService::Exec(pb::ExecProcessRequest req,
   auto process = std::make_unique<Process>();
   process->exec_id = exec_id;
   process->stdio = std::move(*stdio);
-  shim::ExecRequest exec{.id = id,
-                         .exec_id = exec_id,
-                         .process_json = process_file,
-                         .pid_file = c->dir + "/exec-" + exec_id + ".pid",
-                         .stdio = process->stdio->ForRuntime()};
+  runtime::ExecRequest exec{.id = id,
+                            .exec_id = exec_id,
+                            .process_json = process_file,
+                            .pid_file = c->dir + "/exec-" + exec_id + ".pid",
+                            .stdio = process->stdio->ForRuntime()};
   c->execs.emplace(exec_id, std::move(process));
   const uint64_t gen = c->generation;
   backend_->Exec(exec, [this, id, gen, exec_id, pid_file = exec.pid_file, context,
@@ -383,8 +382,7 @@ void ContainerService::Wait(pb::WaitProcessRequest req,
   AGENT_ASSIGN_OR_FAIL(Container * c, Find(req.container_id()), r);
   AGENT_ASSIGN_OR_FAIL(Process * p, FindProcess(*c, req.exec_id()), r);
   p->waiters.push_back(std::move(r));
-  const bool held = req.exec_id().empty() && c->init_wait_held;
-  if (p->exit_status && !held) AnswerWaiters(*p);
+  if (p->exit_status) AnswerWaiters(*p);
 }
 
 void ContainerService::SetExited(Process& p, int exit_status) {
@@ -396,6 +394,7 @@ void ContainerService::AnswerWaiters(Process& p) {
   pb::WaitProcessResponse resp;
   resp.set_exit_status(static_cast<uint32_t>(*p.exit_status));
   resp.set_exited_at_unix_nano(p.exited_at_unix_nano);
+  resp.set_oom_kills(p.oom_kills);
   for (auto& waiter : std::exchange(p.waiters, {})) waiter.Reply(resp);
 }
 
@@ -420,23 +419,12 @@ void ContainerService::OnInitExit(const std::string& id, uint64_t generation, in
   Log("container " + id + " exited with status " + std::to_string(exit_status));
   if (c->state != ContainerState::kRemoving) c->state = ContainerState::kStopped;
   c->oom_watch.Reset();
-  // An OOM kill is reported before the exit it caused: the host takes the
-  // event (GetOOMEvent) before its WaitProcess is answered.
+  // The exit carries the OOM kills counted so far: the host publishes
+  // TaskOOM before TaskExit from it (its ExitTracker), whenever the
+  // GetOOMEvent for the same kill arrives.
   CheckOom(*c);
-  if (c->oom_undelivered > 0) {
-    c->init_wait_held = true;
-    c->hold_timer = loop_.AddTimer(options_.oom_before_exit, [this, id, generation] {
-      if (Container* c = Still(id, generation)) ReleaseInitWaiters(*c);
-    });
-    return;
-  }
+  c->init.oom_kills = c->oom_reported;
   AnswerWaiters(c->init);
-}
-
-void ContainerService::ReleaseInitWaiters(Container& c) {
-  c.init_wait_held = false;
-  c.hold_timer.Reset();
-  if (c.init.exit_status) AnswerWaiters(c.init);
 }
 
 void ContainerService::CheckOom(Container& c) {
@@ -444,8 +432,7 @@ void ContainerService::CheckOom(Container& c) {
   if (!count || *count <= c.oom_reported) return;
   c.oom_reported = *count;
   Log("container " + c.id + ": OOM kill (memory.events oom_kill " + std::to_string(*count) + ")");
-  ++c.oom_undelivered;
-  oom_events_.push_back(c.id);
+  oom_events_.push_back({c.id, *count});
   DeliverOomEvents();
 }
 
@@ -453,16 +440,12 @@ void ContainerService::DeliverOomEvents() {
   while (!oom_events_.empty()) {
     auto waiter = oom_polls_.Take();
     if (!waiter) return;
-    std::string id = std::move(oom_events_.front());
+    auto [id, count] = std::move(oom_events_.front());
     oom_events_.pop_front();
     pb::GetOOMEventResponse resp;
     resp.set_container_id(id);
+    resp.set_oom_kills(count);
     waiter->responder.Reply(resp);
-    auto it = containers_.find(id);
-    if (it != containers_.end() && --it->second->oom_undelivered <= 0 &&
-        it->second->init_wait_held) {
-      ReleaseInitWaiters(*it->second);
-    }
   }
 }
 

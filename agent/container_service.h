@@ -1,7 +1,7 @@
 // ContainerService: the container calls of hull.agent.v1.Agent (create,
 // start, exec, signal, wait, remove, stdio, processes, pause/resume,
 // update, stats, OOM events), run with crun inside the guest through hull's
-// OCI CLI backend (shim/backend/oci_cli) and hull's cgroups code, as the shim
+// OCI CLI backend (runtime/oci_cli) and hull's cgroups code, as the shim
 // runs runc and crun on a host. The agent is the guest's reaper: each
 // container's init and each exec are watched with the Reaper.
 //
@@ -29,7 +29,7 @@
 #include "base/event_loop.h"
 #include "base/reaper.h"
 #include "hull/agent/v1/agent.pb.h"
-#include "shim/backend/backend.h"
+#include "runtime/backend.h"
 #include "ttrpc/server.h"
 
 namespace hull::agent {
@@ -38,11 +38,6 @@ struct ContainerOptions {
   std::string runtime = "/usr/bin/crun";           // binary: a path, or a name in PATH
   std::string runtime_root = "/run/hull/crun";     // crun --root
   std::string state_dir = "/run/hull/containers";  // one directory per container
-  // How long an exited init's WaitProcess answer waits for the host to take
-  // the container's OOM event (GetOOMEvent) first, so that the host can
-  // publish TaskOOM before TaskExit. A host that does not poll OOM events
-  // gets its answer after this.
-  std::chrono::milliseconds oom_before_exit = std::chrono::milliseconds(2000);
   // One line per container event (created, exited, OOM, removed) for the
   // guest's console; optional.
   std::function<void(const std::string&)> log;
@@ -54,7 +49,7 @@ class ContainerService {
   // backend over `options.runtime` (crun). Tests and the fuzzer pass one
   // that runs nothing.
   ContainerService(EventLoop& loop, Reaper& reaper, ContainerOptions options,
-                   std::unique_ptr<shim::Backend> backend = nullptr);
+                   std::unique_ptr<runtime::Backend> backend = nullptr);
   ~ContainerService();
   ContainerService(const ContainerService&) = delete;
   ContainerService& operator=(const ContainerService&) = delete;
@@ -70,6 +65,7 @@ class ContainerService {
     std::unique_ptr<GuestStdio> stdio;
     std::optional<int> exit_status;
     int64_t exited_at_unix_nano = 0;
+    uint64_t oom_kills = 0;  // the init: the container's OOM kills at its exit
     std::vector<ttrpc::TypedResponder<v1::WaitProcessResponse>> waiters;
   };
   struct Container {
@@ -81,9 +77,6 @@ class ContainerService {
     std::map<std::string, std::unique_ptr<Process>> execs;
     EventHandle oom_watch;
     uint64_t oom_reported = 0;  // the cgroup's oom_kill count last reported
-    int oom_undelivered = 0;    // events queued, not yet taken by the host
-    bool init_wait_held = false;
-    EventHandle hold_timer;
   };
 
   // The container, or NotFound.
@@ -117,7 +110,6 @@ class ContainerService {
   // Queues an OOM event if the container's cgroup counted a new OOM kill.
   void CheckOom(Container& c);
   void DeliverOomEvents();
-  void ReleaseInitWaiters(Container& c);
   // Forgets the container: directory, backend entry, parked callers.
   void Forget(const std::string& id);
   void Log(const std::string& line) const {
@@ -127,10 +119,11 @@ class ContainerService {
   EventLoop& loop_;
   Reaper& reaper_;
   ContainerOptions options_;
-  std::unique_ptr<shim::Backend> backend_;
+  std::unique_ptr<runtime::Backend> backend_;
   uint64_t next_generation_ = 1;
   std::map<std::string, std::unique_ptr<Container>> containers_;
-  std::deque<std::string> oom_events_;
+  // Containers whose OOM counter went up, with the count, for GetOOMEvent.
+  std::deque<std::pair<std::string, uint64_t>> oom_events_;
   LongPolls<v1::GetOOMEventResponse> oom_polls_;
   bool destroying_ = false;
 };

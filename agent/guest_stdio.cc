@@ -12,7 +12,7 @@
 
 // The console socket the shim uses for runc and crun (--console-socket),
 // shared rather than written twice; the agent links hull_shim's archive.
-#include "shim/stdio/console_socket_internal.h"
+#include "runtime/console_socket.h"
 
 namespace hull::agent {
 namespace {
@@ -121,7 +121,7 @@ Result<std::unique_ptr<GuestStdio>> GuestStdio::Create(EventLoop& loop, const pb
   io->terminal_ = request.terminal();
   io->stdin_wanted_ = request.stdin();
   if (io->terminal_) {
-    auto console = shim::stdio::ConsoleSocket::Create(dir);
+    auto console = runtime::ConsoleSocket::Create(dir);
     if (!console) return console.error().WithContext("console socket");
     io->console_ = std::move(*console);
     return io;
@@ -137,8 +137,8 @@ Result<std::unique_ptr<GuestStdio>> GuestStdio::Create(EventLoop& loop, const pb
   return io;
 }
 
-shim::ProcessStdio GuestStdio::ForRuntime() const {
-  shim::ProcessStdio io;
+runtime::ProcessStdio GuestStdio::ForRuntime() const {
+  runtime::ProcessStdio io;
   if (console_) {
     io.console_socket = console_->path();
     return io;

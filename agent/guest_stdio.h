@@ -17,9 +17,9 @@
 #include "base/event_loop.h"
 #include "base/unique_fd.h"
 #include "hull/agent/v1/agent.pb.h"
-#include "shim/backend/backend.h"
+#include "runtime/backend.h"
 
-namespace hull::shim::stdio {
+namespace hull::runtime {
 class ConsoleSocket;
 }
 
@@ -67,7 +67,7 @@ class GuestStdio {
 
   // What the runtime hands the process: the pipes' far ends, or the console
   // socket. Valid until ProcessStarted.
-  shim::ProcessStdio ForRuntime() const;
+  runtime::ProcessStdio ForRuntime() const;
   // The runtime has run (or failed): the agent's copies of the process's
   // ends close, so the host reads EOF when the process's own go.
   void ProcessStarted();
@@ -100,7 +100,7 @@ class GuestStdio {
   UniqueFd stdin_w_, stdout_r_, stderr_r_, master_;
   // The process's ends, until ProcessStarted.
   UniqueFd stdin_r_, stdout_w_, stderr_w_;
-  std::unique_ptr<shim::stdio::ConsoleSocket> console_;
+  std::unique_ptr<runtime::ConsoleSocket> console_;
   std::unique_ptr<OutputStream> out_, err_;
 };
 

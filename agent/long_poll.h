@@ -22,19 +22,8 @@ namespace hull::agent {
 
 inline constexpr std::chrono::milliseconds kDeadlineMargin{1000};
 
-// A TypedResponder that std::function can hold (copyable; every copy answers
-// the one call, the first answer wins).
-template <typename Resp>
-class SharedResponder {
- public:
-  explicit SharedResponder(ttrpc::TypedResponder<Resp> r)
-      : r_(std::make_shared<ttrpc::TypedResponder<Resp>>(std::move(r))) {}
-  void Reply(const Resp& response) const { r_->Reply(response); }
-  void Fail(Status status) const { r_->Fail(std::move(status)); }
-
- private:
-  std::shared_ptr<ttrpc::TypedResponder<Resp>> r_;
-};
+// Copyable responders: the one helper of ttrpc/call.h.
+using ttrpc::SharedResponder;
 
 template <typename Resp>
 class LongPolls {

@@ -16,9 +16,9 @@
 namespace hull::oci {
 namespace {
 
-using runtime::v1::NamespaceMode;
-using runtime::v1::PodSandboxConfig;
-using runtime::v1::SecurityProfile;
+using ::runtime::v1::NamespaceMode;
+using ::runtime::v1::PodSandboxConfig;
+using ::runtime::v1::SecurityProfile;
 
 // containerd's defaultSandboxOOMAdj (kubernetes#47938) and
 // DefaultSandboxCPUshares.
@@ -153,7 +153,7 @@ bool GlobMatch(const std::string& pattern, const std::string& name) {
 }
 
 Result<std::vector<IdMapping>> ParseIdMappings(
-    const google::protobuf::RepeatedPtrField<runtime::v1::IDMapping>& mappings,
+    const google::protobuf::RepeatedPtrField<::runtime::v1::IDMapping>& mappings,
     std::string_view what) {
   std::vector<IdMapping> out;
   if (mappings.empty()) return out;
@@ -162,7 +162,7 @@ Result<std::vector<IdMapping>> ParseIdMappings(
                                 " mapping: only one mapping line supported, got " +
                                 std::to_string(mappings.size()));
   }
-  const runtime::v1::IDMapping& m = mappings[0];
+  const ::runtime::v1::IDMapping& m = mappings[0];
   if (m.length() < 1) {
     return InvalidArgumentError(std::string(what) +
                                 " mapping: invalid mapping length: " + std::to_string(m.length()));
@@ -174,7 +174,7 @@ Result<std::vector<IdMapping>> ParseIdMappings(
 // The seccomp profile the pod asks for: security_context.seccomp, else the
 // deprecated profile path, else the runtime's unset_seccomp_profile.
 Result<std::optional<SecurityProfile>> RequestedSeccomp(
-    const runtime::v1::LinuxSandboxSecurityContext& sc, const PauseSpecOptions& options) {
+    const ::runtime::v1::LinuxSandboxSecurityContext& sc, const PauseSpecOptions& options) {
   if (sc.has_seccomp()) return std::optional<SecurityProfile>(sc.seccomp());
     // The deprecated field is still honoured, as containerd does.
 #pragma GCC diagnostic push
@@ -198,7 +198,7 @@ Result<std::optional<SecurityProfile>> RequestedSeccomp(
 }
 
 // linux.seccomp for the pod; null for none.
-Result<SpecJson> SeccompFor(const runtime::v1::LinuxSandboxSecurityContext& sc,
+Result<SpecJson> SeccompFor(const ::runtime::v1::LinuxSandboxSecurityContext& sc,
                             const PauseSpecOptions& options) {
   HULL_ASSIGN_OR_RETURN(std::optional<SecurityProfile> profile, RequestedSeccomp(sc, options));
   if (sc.privileged() || !profile) return SpecJson();
@@ -229,7 +229,7 @@ Result<SpecJson> SeccompFor(const runtime::v1::LinuxSandboxSecurityContext& sc,
 }
 
 // The USER string: run_as_user[:run_as_group], else the image's.
-Result<std::string> UserString(const runtime::v1::LinuxSandboxSecurityContext& sc,
+Result<std::string> UserString(const ::runtime::v1::LinuxSandboxSecurityContext& sc,
                                const ImageConfig& image) {
   std::string user = sc.has_run_as_user() ? std::to_string(sc.run_as_user().value()) : "";
   if (sc.has_run_as_group()) {
@@ -335,9 +335,9 @@ Status BuildDraft(const PodSandboxConfig& config, const ImageConfig& image,
   const auto& linux_config = config.linux();
   const auto& sc = linux_config.security_context();
   const auto& ns_options = sc.namespace_options();
-  const bool host_network = ns_options.network() == runtime::v1::NODE;
-  const bool host_pid = ns_options.pid() == runtime::v1::NODE;
-  const bool host_ipc = ns_options.ipc() == runtime::v1::NODE;
+  const bool host_network = ns_options.network() == ::runtime::v1::NODE;
+  const bool host_pid = ns_options.pid() == ::runtime::v1::NODE;
+  const bool host_ipc = ns_options.ipc() == ::runtime::v1::NODE;
   const SandboxPaths paths =
       SandboxPathsFor(options.cri_root_dir, options.cri_state_dir, options.sandbox_id);
 
@@ -382,13 +382,13 @@ Status BuildDraft(const PodSandboxConfig& config, const ImageConfig& image,
     HULL_ASSIGN_OR_RETURN(std::vector<IdMapping> uids, ParseIdMappings(userns.uids(), "UID"));
     HULL_ASSIGN_OR_RETURN(std::vector<IdMapping> gids, ParseIdMappings(userns.gids(), "GID"));
     switch (userns.mode()) {
-      case runtime::v1::NODE:
+      case ::runtime::v1::NODE:
         if (!uids.empty() || !gids.empty()) {
           return InvalidArgumentError("user namespace mode NODE cannot have mappings");
         }
         RemoveNamespace(d, "user");
         break;
-      case runtime::v1::POD:
+      case ::runtime::v1::POD:
         if (uids.empty() || gids.empty()) {
           return InvalidArgumentError("user namespace mode POD needs UID and GID mappings");
         }

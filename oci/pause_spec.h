@@ -99,7 +99,7 @@ struct PauseSpecOptions {
 // Cmd, a bad user namespace, user or seccomp configuration; FailedPrecondition
 // when RuntimeDefault seccomp or a user name is asked for and the options do
 // not provide what resolving it needs; errno errors reading files.
-Result<Spec> BuildPauseSpec(const runtime::v1::PodSandboxConfig& config, const ImageConfig& image,
+Result<Spec> BuildPauseSpec(const ::runtime::v1::PodSandboxConfig& config, const ImageConfig& image,
                             const PauseSpecOptions& options);
 
 // containerd's default unix spec (oci.GenerateSpec before any option) for

@@ -78,7 +78,7 @@ std::string HostnameFileContent(std::string_view pod_hostname, std::string_view 
   return std::string(pod_hostname.empty() ? node_hostname : pod_hostname) + "\n";
 }
 
-std::string ResolvConfContent(const runtime::v1::DNSConfig& dns) {
+std::string ResolvConfContent(const ::runtime::v1::DNSConfig& dns) {
   std::string out;
   if (!dns.searches().empty()) out += "search " + JoinWith(dns.searches(), " ") + "\n";
   for (const std::string& server : dns.servers()) out += "nameserver " + server + "\n";
@@ -86,7 +86,7 @@ std::string ResolvConfContent(const runtime::v1::DNSConfig& dns) {
   return out;
 }
 
-Status WriteSandboxFiles(const std::string& dir, const runtime::v1::PodSandboxConfig& config,
+Status WriteSandboxFiles(const std::string& dir, const ::runtime::v1::PodSandboxConfig& config,
                          CriFlavor flavor, const HostFiles& host) {
   std::string node_hostname = host.node_hostname;
   if (config.hostname().empty() && node_hostname.empty()) {

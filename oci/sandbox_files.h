@@ -45,7 +45,7 @@ std::string HostnameFileContent(std::string_view pod_hostname, std::string_view 
 // resolv.conf from the pod's DNS config: one "search" line (domains joined by
 // spaces), one "nameserver" line per server, one "options" line; each only
 // when it has entries. Empty if the config has no entries at all.
-std::string ResolvConfContent(const runtime::v1::DNSConfig& dns);
+std::string ResolvConfContent(const ::runtime::v1::DNSConfig& dns);
 
 // Host files a sandbox copies; tests point them elsewhere.
 struct HostFiles {
@@ -59,7 +59,7 @@ struct HostFiles {
 // `dir`/resolv.conf (from dns_config, else a copy of the host's; with
 // kContainerd16 also a copy when dns_config has no entries), mode 0644.
 // `dir` must exist.
-Status WriteSandboxFiles(const std::string& dir, const runtime::v1::PodSandboxConfig& config,
+Status WriteSandboxFiles(const std::string& dir, const ::runtime::v1::PodSandboxConfig& config,
                          CriFlavor flavor, const HostFiles& host = {});
 
 // The pod's /dev/shm: a tmpfs mounted nosuid,nodev,noexec with

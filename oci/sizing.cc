@@ -296,6 +296,7 @@ PodSize ComputePodSize(SizeSource source, const CpuMemory& workload, const CpuMe
     size.vcpus = policy.max_vcpus;
   }
   size.memory_mib = SizeMemory(size, policy, size.memory_defaulted);
+  size.container_memory_mib = ContainerMemoryMib(size.memory_mib, policy);
 
   const uint64_t guest_overhead_mib = GuestMemoryOverheadMib(
       size.memory_limit_set ? CeilDiv(static_cast<uint64_t>(w.memory_limit_bytes), kMiB) : 0,
@@ -310,6 +311,17 @@ PodSize ComputePodSize(SizeSource source, const CpuMemory& workload, const CpuMe
                             " MiB): the VM can outgrow the pod's cgroup");
   }
   return size;
+}
+
+uint64_t ContainerMemoryMib(uint64_t memory_mib, const SizingPolicy& policy) {
+  auto total = [&](uint64_t w) { return SaturatingAdd(w, GuestMemoryOverheadMib(w, policy)); };
+  uint64_t w =
+      memory_mib > policy.overhead_memory_mib ? memory_mib - policy.overhead_memory_mib : 0;
+  // The overhead grows with the workload: step down by the excess, then up
+  // while one more MiB still fits.
+  while (w > 0 && total(w) > memory_mib) w -= std::min(w, total(w) - memory_mib);
+  while (w < memory_mib && total(w + 1) <= memory_mib) ++w;
+  return w;
 }
 
 PodSize SizeFromAnnotations(const std::map<std::string, std::string>& annotations,
@@ -344,12 +356,12 @@ PodSize SizeFromAnnotations(const std::map<std::string, std::string>& annotation
   return size;
 }
 
-CpuMemory CpuMemoryFromProto(const runtime::v1::LinuxContainerResources& resources) {
+CpuMemory CpuMemoryFromProto(const ::runtime::v1::LinuxContainerResources& resources) {
   return {resources.cpu_period(), resources.cpu_quota(), resources.cpu_shares(),
           resources.memory_limit_in_bytes()};
 }
 
-PodSize SizeFromPodSandboxConfig(const runtime::v1::PodSandboxConfig& config,
+PodSize SizeFromPodSandboxConfig(const ::runtime::v1::PodSandboxConfig& config,
                                  const SizingPolicy& policy) {
   const bool has_resources = config.has_linux() && config.linux().has_resources();
   const bool has_overhead = config.has_linux() && config.linux().has_overhead();

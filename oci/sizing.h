@@ -87,6 +87,11 @@ struct PodSize {
   // The VM size.
   uint32_t vcpus = 0;
   uint64_t memory_mib = 0;
+  // Of memory_mib, what the pod's containers can use: the largest workload
+  // whose guest overhead still fits (ContainerMemoryMib). An in-place resize
+  // beyond it is refused (docs/vm.md, "Resize"); 0 when unknown (a size
+  // stored by an older hull).
+  uint64_t container_memory_mib = 0;
   // True when the policy default was used for that dimension.
   bool vcpus_defaulted = false;
   bool memory_defaulted = false;
@@ -114,11 +119,15 @@ PodSize SizeFromAnnotations(const std::map<std::string, std::string>& annotation
 // saturating.
 uint64_t GuestMemoryOverheadMib(uint64_t workload_mib, const SizingPolicy& policy);
 
+// The largest workload (MiB) that, with its guest overhead, fits a VM of
+// `memory_mib`: what a VM pod's containers can grow to without hotplug.
+uint64_t ContainerMemoryMib(uint64_t memory_mib, const SizingPolicy& policy);
+
 // (c): linux.resources and linux.overhead; defaults when resources is absent.
-PodSize SizeFromPodSandboxConfig(const runtime::v1::PodSandboxConfig& config,
+PodSize SizeFromPodSandboxConfig(const ::runtime::v1::PodSandboxConfig& config,
                                  const SizingPolicy& policy);
 
 // The four values of a CRI message.
-CpuMemory CpuMemoryFromProto(const runtime::v1::LinuxContainerResources& resources);
+CpuMemory CpuMemoryFromProto(const ::runtime::v1::LinuxContainerResources& resources);
 
 }  // namespace hull::oci

@@ -55,6 +55,8 @@ class Spec {
   static Result<Spec> Load(const std::string& path);
   // Wraps a document built in memory; same checks as Parse.
   static Result<Spec> FromJson(SpecJson doc);
+  // An empty document ({}): every accessor answers its default.
+  Spec() : json_(SpecJson::object()) {}
 
   // The whole document.
   const SpecJson& json() const { return json_; }

@@ -9,9 +9,9 @@
 
 #include "base/file_util.h"
 #include "base/spawn.h"
+#include "oci/annotations.h"
 #include "shim/container_internal.h"
 #include "shim/mount/mount.h"
-#include "shim/pod/pod.h"
 
 namespace hull::shim {
 namespace tv2 = containerd::task::v2;
@@ -34,25 +34,45 @@ containerd::v1::types::Status StatusEnum(ProcessState state) {
 
 }  // namespace
 
-Container::Container(ShimContext& ctx, Pod& pod, std::string id, std::string bundle,
-                     StdioConfig init_stdio, ShimConfig options)
+ContainerTraits ContainerTraits::Of(const oci::Spec& spec) {
+  ContainerTraits traits;
+  auto annotations = spec.Annotations();
+  auto type = annotations.find(std::string(oci::kContainerType));
+  traits.joins_sandbox = type != annotations.end() && type->second == oci::kContainerTypeContainer;
+  // Only a pid namespace of its own (no path to join) dies with the init.
+  for (const auto& ns : spec.Namespaces()) {
+    if (ns.type == "pid" && ns.path.empty()) traits.shares_pid_namespace = false;
+  }
+  return traits;
+}
+
+Container::Container(ShimContext& ctx, std::string id, std::string bundle, StdioConfig init_stdio,
+                     ShimConfig options, Backend& backend, ContainerTraits traits)
     : ctx_(ctx),
-      pod_(pod),
       id_(std::move(id)),
       bundle_(std::move(bundle)),
       options_(std::move(options)),
       events_(ctx.publisher),
+      backend_(&backend),
+      traits_(traits),
       init_(std::make_unique<Process>(id_, "", std::move(init_stdio))),
-      exits_(init_.get(), ExitTracker::Hooks{.publish_exit = [this](Process* p) { PublishExit(p); },
-                                             .before_init_exit =
-                                                 [this] {
-                                                   if (oom_watch_.active())
-                                                     PublishNewOomKills(false);
-                                                 },
-                                             .end_the_rest =
-                                                 [this](std::function<void()> then) {
-                                                   EndTheRest(std::move(then));
-                                                 }}) {}
+      exits_(init_.get(),
+             ExitTracker::Hooks{
+                 .publish_exit = [this](Process* p) { PublishExit(p); },
+                 .publish_oom =
+                     [this] {
+                       ctx_.log.Info("container {} had an OOM kill", id_);
+                       events_.Oom(id_);
+                     },
+                 .oom_kill_count = [this]() -> std::optional<uint64_t> {
+                   auto count = backend_->OomKillCount(id_);
+                   if (!count) return std::nullopt;
+                   return *count;
+                 },
+                 .end_the_rest =
+                     [this](std::function<void()> then) { EndTheRest(std::move(then)); }}) {
+  exits_.set_shares_pid_namespace(traits_.shares_pid_namespace);
+}
 
 Container::~Container() {
   *alive_ = false;
@@ -110,33 +130,14 @@ void Container::WatchExit(Process* process) {
 void Container::WatchOom() {
   std::weak_ptr<bool> alive = Alive();
   auto watch = backend_->WatchOom(id_, init_->pid(), [this, alive] {
-    if (alive.expired()) return;
-    if (exits_.start_in_flight(init_.get())) {
-      oom_during_start_ = true;
-      return;
-    }
-    PublishNewOomKills(/*notified=*/true);
+    if (!alive.expired()) exits_.OomNoticed();
   });
   if (!watch) {
     ctx_.log.Warn("container {}: cannot watch for OOM kills: {}", id_, watch.error().ToString());
     return;
   }
   oom_watch_ = std::move(*watch);
-  oom_kills_published_ = backend_->OomKillCount(id_).value_or(0);
-}
-
-void Container::PublishNewOomKills(bool notified) {
-  // The watcher and the init's exit both come here; the counter keeps them
-  // from publishing one kill twice. Without a counter, trust a notification.
-  auto count = backend_->OomKillCount(id_);
-  if (count) {
-    if (*count <= oom_kills_published_) return;
-    oom_kills_published_ = *count;
-  } else if (!notified) {
-    return;
-  }
-  ctx_.log.Info("container {} had an OOM kill", id_);
-  events_.Oom(id_);
+  exits_.OomWatchStarted();
 }
 
 void Container::PublishExit(Process* process) {
@@ -184,7 +185,6 @@ void Container::StartInit(Reply<pid_t> done) {
     }
     init_->TransitionTo(ProcessState::kRunning).IgnoreError();
     events_.Start(id_, init_->pid());
-    if (std::exchange(oom_during_start_, false)) PublishNewOomKills(/*notified=*/true);
     exits_.StartPublished(init_.get());
     done(init_->pid());
   });

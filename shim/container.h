@@ -1,6 +1,8 @@
 // Container: one container of the pod this shim serves: its init and exec
 // processes, its rootfs, and the calls containerd makes on them. Owned by its
-// Pod; the TaskService routes calls to it. The pod's backend runs it; the
+// Pod, made once the Pod has admitted it (Pod::Admit), with the pod's
+// backend, and with no reference back to the Pod; the TaskService routes
+// calls to it. The backend runs it; the
 // ExitTracker orders its exits; TaskEvents builds its events. Multi-step
 // calls (Create, the start of an exec, the delete of the init) are step
 // objects in container_steps.cc. Every operation answers through a callback
@@ -17,7 +19,8 @@
 #include <string>
 
 #include "containerd/task/v2/shim.pb.h"
-#include "shim/backend/backend.h"
+#include "oci/spec.h"
+#include "shim/backend/make_backend.h"
 #include "shim/config/config.h"
 #include "shim/context.h"
 #include "shim/exit_tracker.h"
@@ -26,7 +29,16 @@
 
 namespace hull::shim {
 
-class Pod;
+// What a container's spec says about how it lives in its pod, read once at
+// Create (ContainerTraits::Of).
+struct ContainerTraits {
+  // CRI container type "container": it joins the pod's sandbox.
+  bool joins_sandbox = false;
+  // No pid namespace of its own (shared with the host or the pod): its
+  // processes do not die with its init.
+  bool shares_pid_namespace = true;
+  static ContainerTraits Of(const oci::Spec& spec);
+};
 
 class Container {
  public:
@@ -34,15 +46,15 @@ class Container {
   using Reply = std::function<void(Result<T>)>;
   using Done = std::function<void(Status)>;
 
-  // `init_stdio`: what CreateTaskRequest names for the init's stdio.
-  Container(ShimContext& ctx, Pod& pod, std::string id, std::string bundle, StdioConfig init_stdio,
-            ShimConfig options);
+  // `init_stdio`: what CreateTaskRequest names for the init's stdio;
+  // `backend`: the pod's, which outlives the container.
+  Container(ShimContext& ctx, std::string id, std::string bundle, StdioConfig init_stdio,
+            ShimConfig options, Backend& backend, ContainerTraits traits);
   ~Container();
 
-  // Admits the container to its pod (size, cgroup, backend), mounts the
-  // rootfs, sets up the init's stdio and runs the backend's create; answers
-  // the init's pid. On failure nothing is left: no mount, fd, socket or
-  // process, and the owner drops the container.
+  // Mounts the rootfs, sets up the init's stdio and runs the backend's
+  // create; answers the init's pid. On failure nothing is left: no mount,
+  // fd, socket or process, and the owner drops the container.
   void Create(const containerd::task::v2::CreateTaskRequest& request, Reply<pid_t> done);
 
   const std::string& id() const { return id_; }
@@ -99,9 +111,9 @@ class Container {
   void DeleteExec(const std::string& exec_id, Reply<containerd::task::v2::DeleteResponse> done);
   // Watches for the exit of a process whose pid is known.
   void WatchExit(Process* process);
-  // Publishes /tasks/oom for every OOM kill in the container's cgroup.
+  // Publishes /tasks/oom for every OOM kill in the container's cgroup (the
+  // ExitTracker orders it).
   void WatchOom();
-  void PublishNewOomKills(bool notified);
   // The ExitTracker's hooks.
   void PublishExit(Process* process);
   void EndTheRest(std::function<void()> then);
@@ -111,22 +123,17 @@ class Container {
   Status Unmount();
 
   ShimContext& ctx_;
-  Pod& pod_;
   std::string id_;
   std::string bundle_;
   ShimConfig options_;
   TaskEvents events_;
-  Backend* backend_ = nullptr;  // the pod's, set once the pod admitted us
+  Backend* backend_;  // the pod's
+  ContainerTraits traits_;
   bool rootfs_mounted_ = false;
   std::unique_ptr<Process> init_;
   std::map<std::string, std::unique_ptr<Process>> execs_;
   ExitTracker exits_;
-  EventHandle oom_watch_;
-  uint64_t oom_kills_published_ = 0;
-  // An OOM kill noticed while the init's Start was in flight: published just
-  // after /tasks/start (a process killed at once would otherwise have its
-  // /tasks/oom before its /tasks/start).
-  bool oom_during_start_ = false;
+  EventHandle oom_watch_;  // WatchOom; the ExitTracker orders what it notices
   bool deleted_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

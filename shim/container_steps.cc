@@ -1,9 +1,9 @@
 // Container's multi-step calls, each an object owned by its request that
-// goes through its steps in order: Create (admission to the pod, rootfs,
-// stdio, the runtime's create, the pid), the start of an exec (its process
-// JSON, stdio, the runtime's exec, the pid) and the delete of the init (the
-// runtime's delete and the output drained, in the order the init's state
-// asks for). A step whose container is gone answers NotFound.
+// goes through its steps in order: Create (rootfs, stdio, the runtime's
+// create, the pid; the Pod admitted the container before it was made), the start of an exec (its
+// process JSON, stdio, the runtime's exec, the pid) and the delete of the init (the runtime's
+// delete and the output drained, in the order the init's state asks for). A step whose container is
+// gone answers NotFound.
 #include <signal.h>
 #include <unistd.h>
 
@@ -11,12 +11,9 @@
 #include <utility>
 
 #include "base/file_util.h"
-#include "oci/annotations.h"
-#include "oci/spec.h"
 #include "shim/container.h"
 #include "shim/container_internal.h"
 #include "shim/mount/mount.h"
-#include "shim/pod/pod.h"
 
 namespace hull::shim {
 namespace tv2 = containerd::task::v2;
@@ -30,34 +27,12 @@ class Container::CreateSteps {
   CreateSteps(Container& c, tv2::CreateTaskRequest request, Reply<pid_t> done)
       : c_(c), alive_(c.Alive()), request_(std::move(request)), done_(std::move(done)) {}
 
-  static void Run(std::shared_ptr<CreateSteps> self) { self->Admit(self); }
+  static void Run(std::shared_ptr<CreateSteps> self) { self->MountAndOpenStdio(self); }
 
  private:
-  enum class Step { kAdmit, kMountRootfs, kStdio, kRuntimeCreate, kReadPid };
+  enum class Step { kMountRootfs, kStdio, kRuntimeCreate, kReadPid };
 
-  // 1. The spec, and the pod's admission: size, cgroup, backend.
-  void Admit(std::shared_ptr<CreateSteps> self) {
-    step_ = Step::kAdmit;
-    auto spec = oci::Spec::Load(c_.bundle_ + "/" + std::string(oci::kConfigFileName));
-    if (!spec) return Fail(spec.error());
-    auto annotations = spec->Annotations();
-    auto type = annotations.find(std::string(oci::kContainerType));
-    joins_sandbox_ = type != annotations.end() && type->second == oci::kContainerTypeContainer;
-    // Only a pid namespace of its own (no path to join) dies with the init.
-    bool shares_pid_namespace = true;
-    for (const auto& ns : spec->Namespaces()) {
-      if (ns.type == "pid" && ns.path.empty()) shares_pid_namespace = false;
-    }
-    c_.exits_.set_shares_pid_namespace(shares_pid_namespace);
-    c_.pod_.Admit(c_.id_, c_.bundle_, *spec, c_.options_, [self](Result<Pod::Admission> admission) {
-      if (Gone(self->alive_, self->done_)) return;
-      if (!admission) return self->Fail(admission.error());
-      self->c_.backend_ = admission->backend;
-      self->MountAndOpenStdio(self);
-    });
-  }
-
-  // 2. The rootfs, then 3. the init's stdio.
+  // 1. The rootfs, then 2. the init's stdio.
   void MountAndOpenStdio(std::shared_ptr<CreateSteps> self) {
     step_ = Step::kMountRootfs;
     Status mounted = MountRootfs(request_.rootfs(), c_.bundle_ + "/rootfs");
@@ -73,12 +48,12 @@ class Container::CreateSteps {
                       });
   }
 
-  // 4. The runtime's create.
+  // 3. The runtime's create.
   void RuntimeCreate(std::shared_ptr<CreateSteps> self) {
     step_ = Step::kRuntimeCreate;
     CreateRequest req{.id = c_.id_,
                       .bundle = c_.bundle_,
-                      .joins_sandbox = joins_sandbox_,
+                      .joins_sandbox = c_.traits_.joins_sandbox,
                       .pid_file = c_.bundle_ + "/init.pid",
                       .stdio = c_.init_->io()->runtime_stdio(),
                       .checkpoint = request_.checkpoint()};
@@ -88,7 +63,7 @@ class Container::CreateSteps {
     });
   }
 
-  // 5. The init's pid (a restored init gets its pid at Start).
+  // 4. The init's pid (a restored init gets its pid at Start).
   void Created(Status status) {
     Container& c = c_;
     if (!status.ok()) {
@@ -124,8 +99,7 @@ class Container::CreateSteps {
   std::weak_ptr<bool> alive_;
   tv2::CreateTaskRequest request_;
   Reply<pid_t> done_;
-  Step step_ = Step::kAdmit;
-  bool joins_sandbox_ = false;
+  Step step_ = Step::kMountRootfs;
 };
 
 void Container::Create(const tv2::CreateTaskRequest& request, Reply<pid_t> done) {
@@ -266,6 +240,7 @@ class Container::DeleteInitSteps {
     if (!status.ok()) return done_(status.WithContext("delete " + c.id_));
     c.init_->set_io(nullptr);
     c.oom_watch_.Reset();
+    c.exits_.OomUnwatched();
     Status unmounted = c.Unmount();
     if (!unmounted.ok()) return done_(unmounted.WithContext("delete " + c.id_));
     if (!c.init_->exited() && c.init_->pid() > 0) {

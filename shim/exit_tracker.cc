@@ -31,6 +31,7 @@ void ExitTracker::StartBegun(Process* process) {
 }
 
 void ExitTracker::StartPublished(Process* process) {
+  if (process == init_ && std::exchange(oom_held_, false)) PublishNewOomKills(/*notified=*/true);
   Entry& entry = EntryOf(process);
   entry.start_in_flight = false;
   entry.start_published = true;
@@ -80,7 +81,8 @@ void ExitTracker::Record(Process* process, int exit_status) {
     Publish(process);
     return MaybeReleaseInit();
   }
-  if (hooks_.before_init_exit) hooks_.before_init_exit();
+  // TaskOOM goes before the exit it caused.
+  if (oom_watched_) PublishNewOomKills(/*notified=*/false);
   init_held_ = true;
   if (shares_pid_namespace_) {
     // Nothing else dies with this init: end the rest before its exit is
@@ -98,6 +100,33 @@ void ExitTracker::MaybeReleaseInit() {
   if (!init_held_ || ending_the_rest_ > 0 || ExecsBusy()) return;
   init_held_ = false;
   Publish(init_);
+}
+
+void ExitTracker::OomWatchStarted() {
+  oom_watched_ = true;
+  oom_kills_published_ = hooks_.oom_kill_count().value_or(0);
+}
+
+void ExitTracker::OomNoticed() {
+  if (!oom_watched_) return;
+  if (start_in_flight(init_)) {
+    oom_held_ = true;
+    return;
+  }
+  PublishNewOomKills(/*notified=*/true);
+}
+
+void ExitTracker::PublishNewOomKills(bool notified) {
+  // The watcher and the init's exit both come here; the counter keeps them
+  // from publishing one kill twice. Without a counter, trust a notification.
+  std::optional<uint64_t> count = hooks_.oom_kill_count();
+  if (count) {
+    if (*count <= oom_kills_published_) return;
+    oom_kills_published_ = *count;
+  } else if (!notified) {
+    return;
+  }
+  hooks_.publish_oom();
 }
 
 void ExitTracker::Publish(Process* process) {

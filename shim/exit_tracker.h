@@ -6,10 +6,13 @@
 //   - the init's exit follows every exec's, and every exec start under way;
 //   - a container without a pid namespace of its own has what is left of it
 //     ended (kill --all) before the init's exit is published;
-//   - an init killed before it was ever started is reported at once.
+//   - an init killed before it was ever started is reported at once;
+//   - an OOM kill is published after the init's start event and before the
+//     init's exit, once per kill the container's cgroup counted.
 // Owned by its Container. Loop thread only.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -24,8 +27,11 @@ class ExitTracker {
     // Records nothing: queues the process's TaskExit and answers its Wait
     // calls (the exit is recorded on the Process already).
     std::function<void(Process*)> publish_exit;
-    // Runs right before the init's exit is published (TaskOOM goes first).
-    std::function<void()> before_init_exit;
+    // Queues one TaskOOM.
+    std::function<void()> publish_oom;
+    // The OOM kills the container's cgroup has counted so far; nullopt where
+    // the backend cannot tell (then a notification alone is trusted).
+    std::function<std::optional<uint64_t>()> oom_kill_count;
     // Ends every process left in the container (runtime kill --all), then
     // calls `then` -- for a container without its own pid namespace.
     std::function<void(std::function<void()> then)> end_the_rest;
@@ -54,6 +60,14 @@ class ExitTracker {
   // The process exited with `exit_status` (already decoded from wait).
   void OnExit(Process* process, int exit_status);
 
+  // The container's OOM kills are watched from now on (the counter's value
+  // now is what was published); Unwatched at delete.
+  void OomWatchStarted();
+  void OomUnwatched() { oom_watched_ = false; }
+  // The watcher noticed an OOM kill: published now, or, while the init's
+  // start is in flight, right after its start event.
+  void OomNoticed();
+
   // A start of `process` is under way.
   bool start_in_flight(const Process* process) const;
   // TaskExit of `process` has been queued and its waiters answered.
@@ -73,6 +87,9 @@ class ExitTracker {
   void Publish(Process* process);
   // Publishes the held init exit once nothing holds it any more.
   void MaybeReleaseInit();
+  // Publishes TaskOOM if the counter went up since the last one (or, with
+  // no counter, when `notified`).
+  void PublishNewOomKills(bool notified);
   bool ExecsBusy() const;
 
   Process* init_;
@@ -81,6 +98,9 @@ class ExitTracker {
   std::map<const Process*, Entry> entries_;  // the init and every exec
   bool init_held_ = false;
   int ending_the_rest_ = 0;  // kill --all calls under way
+  bool oom_watched_ = false;
+  bool oom_held_ = false;  // noticed while the init's start was in flight
+  uint64_t oom_kills_published_ = 0;
 };
 
 }  // namespace hull::shim

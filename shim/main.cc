@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "shim/backend/backend.h"
+#include "shim/backend/make_backend.h"
 #include "shim/cli/actions.h"
 #include "shim/cli/args.h"
 #include "shim/cli/bundle_log.h"

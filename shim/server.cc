@@ -19,6 +19,7 @@
 #include "base/reaper.h"
 #include "base/spawner.h"
 #include "shim/config/config.h"
+#include "shim/config/server_config.h"
 #include "shim/pod/pod.h"
 #include "shim/publisher.h"
 #include "shim/sandbox/pause_process.h"
@@ -29,9 +30,6 @@
 
 namespace hull::shim {
 namespace {
-
-// How long the server outlives its ShutdownSandbox reply (see RunServer).
-constexpr std::chrono::milliseconds kShutdownLinger{500};
 
 // The shim logs to the bundle's `log` FIFO, which containerd reads and copies
 // to its own log. containerd opened it before `start`, so this never blocks.
@@ -50,6 +48,19 @@ std::string SocketPath(int fd) {
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "";
   if (addr.sun_family != AF_UNIX || addr.sun_path[0] == '\0') return "";
   return std::string(addr.sun_path);
+}
+
+// The server's working directory: the bundle `start` ran it in.
+std::string WorkingDirectory() {
+  char buf[4096];
+  if (::getcwd(buf, sizeof buf) == nullptr) return ".";
+  return buf;
+}
+
+// The id a bundle is named for (containerd's <state>/<ns>/<id>), for messages.
+std::string BundleId(const std::string& bundle) {
+  size_t slash = bundle.find_last_of('/');
+  return slash == std::string::npos ? bundle : bundle.substr(slash + 1);
 }
 
 // [security] confine: forks the spawner, then confines this process. The
@@ -77,13 +88,21 @@ int RunServer(const ServerArgs& args) {
   ::signal(SIGPIPE, SIG_IGN);
 
   Logger log = OpenLog(args);
-  // The server's own settings ([ttrpc], [security]) come from the config
-  // file; containerd's per-container options cannot change them.
+  // The server's own settings ([ttrpc], [security], log_level) are what
+  // `start` resolved for the container it was started for: the config file
+  // under containerd's options, so a handler's ConfigPath file counts. A
+  // later container cannot change them (CheckServerWideKeys).
   const std::string config_path = ConfigFilePath(std::getenv(std::string(kConfigPathEnv).c_str()));
-  Result<ShimConfig> file_config = LoadConfigFile(config_path);
-  if (!file_config) log.Warn("server settings: defaults: {}", file_config.error().ToString());
+  Result<ServerConfig> loaded = LoadServerConfig(WorkingDirectory(), config_path);
+  if (!loaded) log.Warn("server settings: defaults: {}", loaded.error().ToString());
+  const ShimConfig server_config = loaded ? loaded->config : ShimConfig{};
+  if (!args.debug) log.set_level(server_config.log_level);
+  if (loaded) {
+    log.Info("server settings from {}: confine = {}", loaded->origin,
+             server_config.security.confine);
+  }
   std::unique_ptr<SpawnerClient> spawner;
-  if (file_config && file_config->security.confine) {
+  if (server_config.security.confine) {
     auto confined = StartConfined(log);
     if (!confined) {
       log.Error("{}", confined.error().ToString());
@@ -119,7 +138,7 @@ int RunServer(const ServerArgs& args) {
   std::string socket_path = SocketPath(args.listen_fd);
   ttrpc::ServerOptions server_options;
   // The [ttrpc] limits of the config file (docs/ttrpc.md, "Limits").
-  const TtrpcLimits limits = file_config ? file_config->ttrpc : TtrpcLimits{};
+  const TtrpcLimits& limits = server_config.ttrpc;
   server_options.max_connections = limits.max_connections;
   server_options.max_calls_per_connection = limits.max_calls_per_connection;
   server_options.partial_frame_deadline =
@@ -142,32 +161,34 @@ int RunServer(const ServerArgs& args) {
     });
   };
 
-  stop_server = stop;
-  // After ShutdownSandbox has answered, the server stays kShutdownLinger
-  // before it stops. containerd's ttrpc client (Go) can lose a reply that
-  // arrives together with the connection's end: its call waits on both the
-  // reply and the client's closing, and picks either when both are ready
-  // ("failed to shutdown sandbox: ttrpc: closed", a RemovePodSandbox that
-  // fails now and then). containerd closes its connection itself.
-  EventHandle linger;
-  auto stop_after_reply = [&] { linger = loop.AddTimer(kShutdownLinger, stop); };
+  // When the server ends is the lifetime's to decide; `stop` is how.
+  ServerLifetime lifetime(
+      loop, [&pod] { return pod.AllDeleted(); }, stop);
+  stop_server = [&lifetime] { lifetime.EndNow(); };
   SandboxService sandbox(
       ctx, pod,
-      [&config_path](const std::string& bundle) {
-        return ResolveContainerConfig(google::protobuf::Any(), bundle, config_path);
+      [&](const std::string& bundle) -> Result<ShimConfig> {
+        HULL_ASSIGN_OR_RETURN(ShimConfig config,
+                              ResolveContainerConfig(google::protobuf::Any(), bundle, config_path));
+        HULL_RETURN_IF_ERROR(CheckServerWideKeys(
+            server_config, config, "create sandbox " + BundleId(bundle),
+            ContainerConfigOrigin(google::protobuf::Any(), bundle, config_path), log));
+        return config;
       },
-      MakeHostPauseRunner(reaper), stop_after_reply);
+      MakeHostPauseRunner(reaper), lifetime);
   sandbox.RegisterWith(server);
 
   TaskService tasks(
       ctx, pod,
-      [&config_path](const google::protobuf::Any& options, const std::string& bundle) {
-        return ResolveContainerConfig(options, bundle, config_path);
+      [&](const google::protobuf::Any& options, const std::string& bundle) -> Result<ShimConfig> {
+        HULL_ASSIGN_OR_RETURN(ShimConfig config,
+                              ResolveContainerConfig(options, bundle, config_path));
+        HULL_RETURN_IF_ERROR(
+            CheckServerWideKeys(server_config, config, "create " + BundleId(bundle),
+                                ContainerConfigOrigin(options, bundle, config_path), log));
+        return config;
       },
-      // A pod created through the Sandbox API ends at ShutdownSandbox only.
-      [&] {
-        if (!sandbox.holds_server()) stop();
-      });
+      lifetime);
   tasks.RegisterWith(server);
 
   Status served = server.Serve(UniqueFd(args.listen_fd));
@@ -175,8 +196,8 @@ int RunServer(const ServerArgs& args) {
     log.Error("serve: {}", served.ToString());
     return 1;
   }
-  auto sigterm = loop.WatchSignal(SIGTERM, stop);
-  auto sigint = loop.WatchSignal(SIGINT, stop);
+  auto sigterm = loop.WatchSignal(SIGTERM, stop_server);
+  auto sigint = loop.WatchSignal(SIGINT, stop_server);
   if (!sigterm || !sigint) {
     log.Error("watch signals failed");
     return 1;

@@ -7,6 +7,8 @@
 
 #include "containerd/linux/runc/runctypes.pb.h"
 #include "containerd/runc/v1/options.pb.h"
+#include "oci/annotations.h"
+#include "oci/spec.h"
 
 namespace hull::shim {
 namespace tv2 = containerd::task::v2;
@@ -14,9 +16,6 @@ namespace tv2 = containerd::task::v2;
 namespace {
 
 constexpr const char* kServices[] = {"containerd.task.v2.Task", "containerd.task.v3.Task"};
-// How long a Shutdown refused while containers were left waits after the last
-// delete for containerd's own (see TaskService::shutdown_requested_).
-constexpr std::chrono::seconds kShutdownGrace{2};
 // How long a Shutdown after the last delete waits for the pod's sandbox to be
 // torn down before it answers anyway: under containerd's own 3 s
 // (io.containerd.timeout.shim.shutdown).
@@ -25,8 +24,8 @@ constexpr std::chrono::milliseconds kShutdownReplyWait{2500};
 // Responders are move-only; the callbacks that carry them are std::function,
 // which must be copyable, so they carry a shared handle instead.
 template <typename Resp>
-std::shared_ptr<ttrpc::TypedResponder<Resp>> Share(ttrpc::TypedResponder<Resp> out) {
-  return std::make_shared<ttrpc::TypedResponder<Resp>>(std::move(out));
+ttrpc::SharedResponder<Resp> Share(ttrpc::TypedResponder<Resp> out) {
+  return ttrpc::SharedResponder<Resp>(std::move(out));
 }
 
 // A callback answering a Responder<Empty> from a Status.
@@ -34,9 +33,9 @@ template <typename Resp>
 auto Answer(ttrpc::TypedResponder<Resp> responder) {
   return [out = Share(std::move(responder))](Status status) {
     if (status.ok()) {
-      out->Reply(Resp());
+      out.Reply(Resp());
     } else {
-      out->Fail(std::move(status));
+      out.Fail(std::move(status));
     }
   };
 }
@@ -44,8 +43,8 @@ auto Answer(ttrpc::TypedResponder<Resp> responder) {
 }  // namespace
 
 TaskService::TaskService(ShimContext& ctx, Pod& pod, ResolveOptions resolve,
-                         std::function<void()> on_shutdown)
-    : ctx_(ctx), pod_(pod), resolve_(std::move(resolve)), on_shutdown_(std::move(on_shutdown)) {}
+                         ServerLifetime& lifetime)
+    : ctx_(ctx), pod_(pod), resolve_(std::move(resolve)), lifetime_(lifetime) {}
 
 TaskService::~TaskService() {
   *alive_ = false;
@@ -96,42 +95,66 @@ void TaskService::CreateTask(const tv2::CreateTaskRequest& r,
   const std::string& id = r.id();
   if (id.empty()) return out.Fail(InvalidArgumentError("create: container id must not be empty"));
   if (r.bundle().empty()) return out.Fail(InvalidArgumentError("create " + id + ": no bundle"));
-  if (pod_.Get(id) != nullptr) {
+  if (pod_.Get(id) != nullptr || creating_.contains(id)) {
     return out.Fail(AlreadyExistsError("container " + id + " already exists"));
   }
   auto options = resolve_(r.options(), r.bundle());
   if (!options) return out.Fail(options.error().WithContext("create " + id));
-  StdioConfig stdio{.stdin_path = r.stdin(),
-                    .stdout_path = r.stdout(),
-                    .stderr_path = r.stderr(),
-                    .terminal = r.terminal()};
-  auto added = pod_.Add(std::make_unique<Container>(ctx_, pod_, id, r.bundle(), std::move(stdio),
-                                                    std::move(*options)));
-  if (!added) return out.Fail(added.error());
+  auto spec = oci::Spec::Load(r.bundle() + "/" + std::string(oci::kConfigFileName));
+  if (!spec) return out.Fail(spec.error().WithContext("create " + id));
   creating_.insert(id);
   std::weak_ptr<bool> alive = alive_;
-  (*added)->Create(r, [this, alive, id, out = Share(std::move(out))](Result<pid_t> pid) {
-    if (alive.expired()) return out->Fail(UnavailableError("shim is shutting down"));
+  // The pod admits the container (size, cgroup, backend, the sandbox
+  // prepared) before the Container exists.
+  pod_.Admit(id, r.bundle(), *spec, *options,
+             [this, alive, r, options = *options, traits = ContainerTraits::Of(*spec),
+              out = Share(std::move(out))](Result<Pod::Admission> admission) mutable {
+               if (alive.expired()) return out.Fail(UnavailableError("shim is shutting down"));
+               if (!admission) {
+                 creating_.erase(r.id());
+                 ctx_.log.Error("create {}: {}", r.id(), admission.error().ToString());
+                 return out.Fail(admission.error().WithContext("create " + r.id()));
+               }
+               StdioConfig stdio{.stdin_path = r.stdin(),
+                                 .stdout_path = r.stdout(),
+                                 .stderr_path = r.stderr(),
+                                 .terminal = r.terminal()};
+               auto added = pod_.Add(
+                   std::make_unique<Container>(ctx_, r.id(), r.bundle(), std::move(stdio),
+                                               std::move(options), *admission->backend, traits));
+               if (!added) {
+                 creating_.erase(r.id());
+                 return out.Fail(added.error());
+               }
+               CreateAdmitted(*added, r, std::move(out));
+             });
+}
+
+void TaskService::CreateAdmitted(Container* c, const tv2::CreateTaskRequest& r,
+                                 ttrpc::SharedResponder<tv2::CreateTaskResponse> out) {
+  std::weak_ptr<bool> alive = alive_;
+  c->Create(r, [this, alive, id = r.id(), out = std::move(out)](Result<pid_t> pid) {
+    if (alive.expired()) return out.Fail(UnavailableError("shim is shutting down"));
     creating_.erase(id);
     if (!pid) {
       ctx_.log.Error("{}", pid.error().ToString());
       pod_.DropLater(id);
-      return out->Fail(pid.error());
+      return out.Fail(pid.error());
     }
     ctx_.log.Info("created container {} with pid {}", id, *pid);
     tv2::CreateTaskResponse response;
     response.set_pid(static_cast<uint32_t>(*pid));
-    out->Reply(response);
+    out.Reply(response);
   });
 }
 
 void TaskService::StartTask(const tv2::StartRequest& r, Responder<tv2::StartResponse> out) {
   HULL_ASSIGN_OR_ANSWER(Container * c, Find(r.id()), out.Fail);
   c->Start(r.exec_id(), [out = Share(std::move(out))](Result<pid_t> pid) {
-    if (!pid) return out->Fail(pid.error());
+    if (!pid) return out.Fail(pid.error());
     tv2::StartResponse response;
     response.set_pid(static_cast<uint32_t>(*pid));
-    out->Reply(response);
+    out.Reply(response);
   });
 }
 
@@ -140,17 +163,13 @@ void TaskService::DeleteTask(const tv2::DeleteRequest& r, Responder<tv2::DeleteR
   std::weak_ptr<bool> alive = alive_;
   c->Delete(r.exec_id(), [this, alive, c, id = r.id(),
                           out = Share(std::move(out))](Result<tv2::DeleteResponse> response) {
-    if (!response) return out->Fail(response.error());
+    if (!response) return out.Fail(response.error());
     if (!alive.expired() && c->deleted()) {
       ctx_.log.Info("deleted container {}", id);
       pod_.DropLater(id);
-      if (shutdown_requested_ && pod_.AllDeleted()) {
-        deferred_shutdown_ = ctx_.loop.AddTimer(kShutdownGrace, [this] {
-          if (pod_.AllDeleted()) on_shutdown_();
-        });
-      }
+      lifetime_.ContainerDeleted();
     }
-    out->Reply(*response);
+    out.Reply(*response);
   });
 }
 
@@ -164,8 +183,8 @@ void TaskService::State(const tv2::StateRequest& r, Responder<tv2::StateResponse
 void TaskService::Pids(const tv2::PidsRequest& r, Responder<tv2::PidsResponse> out) {
   HULL_ASSIGN_OR_ANSWER(Container * c, Find(r.id()), out.Fail);
   c->Pids([out = Share(std::move(out))](Result<tv2::PidsResponse> response) {
-    if (!response) return out->Fail(response.error());
-    out->Reply(*response);
+    if (!response) return out.Fail(response.error());
+    out.Reply(*response);
   });
 }
 
@@ -259,10 +278,10 @@ void TaskService::Wait(const tv2::WaitRequest& r, Responder<tv2::WaitResponse> o
 void TaskService::Stats(const tv2::StatsRequest& r, Responder<tv2::StatsResponse> out) {
   HULL_ASSIGN_OR_ANSWER(Container * c, Find(r.id()), out.Fail);
   c->Stats([out = Share(std::move(out))](Result<google::protobuf::Any> stats) {
-    if (!stats) return out->Fail(stats.error());
+    if (!stats) return out.Fail(stats.error());
     tv2::StatsResponse response;
     *response.mutable_stats() = std::move(*stats);
-    out->Reply(response);
+    out.Reply(response);
   });
 }
 
@@ -274,24 +293,20 @@ void TaskService::Connect(const tv2::ConnectRequest& r, Responder<tv2::ConnectRe
 }
 
 void TaskService::Shutdown(const tv2::ShutdownRequest&, Responder<Empty> out) {
-  // A deleted container may wait a loop turn before it is dropped.
-  if (!pod_.AllDeleted()) {
-    out.Reply(Empty());
-    shutdown_requested_ = true;
-    return;
-  }
+  // Whether it ends the server is the ServerLifetime's to say.
+  if (!lifetime_.TaskShutdown()) return out.Reply(Empty());
   // The answer waits for the pod's sandbox to be torn down (a VM pod's guest
   // powered off and QEMU reaped), at most kShutdownReplyWait: containerd
   // closes the shim's log with the connection once Shutdown answers, and the
   // teardown's last lines would be lost.
-  auto reply = [out = Share(std::move(out))] { out->Reply(Empty()); };
+  auto reply = [out = Share(std::move(out))] { out.Reply(Empty()); };
   shutdown_reply_timer_ = ctx_.loop.AddTimer(kShutdownReplyWait, reply);
   std::weak_ptr<bool> alive = alive_;
   pod_.WhenTornDown([this, alive, reply] {
     reply();
     if (alive.expired()) return;
     shutdown_reply_timer_.Reset();
-    on_shutdown_();
+    lifetime_.ShutdownAnswered();
   });
 }
 

@@ -14,6 +14,7 @@
 #include "shim/container.h"
 #include "shim/context.h"
 #include "shim/pod/pod.h"
+#include "shim/server_lifetime.h"
 #include "ttrpc/server.h"
 
 namespace hull::shim {
@@ -25,9 +26,9 @@ class TaskService {
   using ResolveOptions = std::function<Result<ShimConfig>(const google::protobuf::Any& options,
                                                           const std::string& bundle)>;
 
-  // `on_shutdown` runs when a Shutdown call finds no container left.
-  TaskService(ShimContext& ctx, Pod& pod, ResolveOptions resolve,
-              std::function<void()> on_shutdown);
+  // Shutdown calls and deletes are reported to `lifetime`, which decides
+  // when the server ends.
+  TaskService(ShimContext& ctx, Pod& pod, ResolveOptions resolve, ServerLifetime& lifetime);
   ~TaskService();
 
   void RegisterWith(ttrpc::Server& server);
@@ -46,6 +47,9 @@ class TaskService {
 
   void CreateTask(const containerd::task::v2::CreateTaskRequest& r,
                   Responder<containerd::task::v2::CreateTaskResponse> out);
+  // The rest of CreateTask once the pod admitted the container.
+  void CreateAdmitted(Container* c, const containerd::task::v2::CreateTaskRequest& r,
+                      ttrpc::SharedResponder<containerd::task::v2::CreateTaskResponse> out);
   void StartTask(const containerd::task::v2::StartRequest& r,
                  Responder<containerd::task::v2::StartResponse> out);
   void DeleteTask(const containerd::task::v2::DeleteRequest& r,
@@ -73,14 +77,7 @@ class TaskService {
   ShimContext& ctx_;
   Pod& pod_;
   ResolveOptions resolve_;
-  std::function<void()> on_shutdown_;
-  // A Shutdown came while containers were left: containerd 2.x deletes a
-  // pod's sandbox task (and sends its one Shutdown) before the last app
-  // container when they all died at once (a VM pod whose QEMU was killed).
-  // Honoured after the last delete, kShutdownGrace later: containerd 1.6
-  // sends a Shutdown after every delete, and that one comes first.
-  bool shutdown_requested_ = false;
-  EventHandle deferred_shutdown_;
+  ServerLifetime& lifetime_;  // decides what Shutdown and deletes mean
   EventHandle shutdown_reply_timer_;
   // Containers of the pod whose Create is still under way.
   std::set<std::string> creating_;

@@ -10,7 +10,7 @@ HULL_PACKAGES=(
   containerd runc crun runsc criu containernetworking-plugins busybox-static
   iproute2 procps psmisc util-linux python3-grpcio python3-protobuf
   qemu-system-x86
-  podman
+  podman etcd-server
   libclang-rt-14-dev
 )
 

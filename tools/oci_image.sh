@@ -49,7 +49,7 @@ make_image() {
   (cd "$rootfs" && dtar -cf "$work/layer.tar" $entries)
   local diff_id
   diff_id=sha256:$(sha256sum "$work/layer.tar" | cut -d' ' -f1)
-  gzip -n -9 -c "$work/layer.tar" >"$work/layer.tar.gz"
+  gzip -n -"${HULL_IMAGE_GZIP_LEVEL:-9}" -c "$work/layer.tar" >"$work/layer.tar.gz"
   rm -f "$work/layer.tar"
   local layer layer_digest layer_size
   layer=$(add_blob "$layout" "$work/layer.tar.gz")

@@ -124,4 +124,25 @@ class TypedResponder {
   Responder responder_;
 };
 
+// A TypedResponder that std::function can hold: copyable, every copy answers
+// the one call (the first answer wins). What a callback that outlives the
+// handler carries.
+template <typename Resp>
+class SharedResponder {
+ public:
+  explicit SharedResponder(TypedResponder<Resp> r)
+      : r_(std::make_shared<TypedResponder<Resp>>(std::move(r))) {}
+  void Reply(const Resp& response) const { r_->Reply(response); }
+  void Fail(Status status) const { r_->Fail(std::move(status)); }
+  // The value of `result`, or its error.
+  void Answer(const Result<Resp>& result) const {
+    if (!result) return r_->Fail(result.error());
+    r_->Reply(*result);
+  }
+  bool active() const { return r_->active(); }
+
+ private:
+  std::shared_ptr<TypedResponder<Resp>> r_;
+};
+
 }  // namespace hull::ttrpc

@@ -1,22 +1,24 @@
 // The backend factory and the blocking runtime calls of the one-shot actions
 // (`-info`, `delete`). Every backend is chosen here and nowhere else.
+#include "shim/backend/make_backend.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "shim/backend/backend.h"
-#include "shim/backend/oci_cli/argv.h"
-#include "shim/backend/oci_cli/oci_cli_backend.h"
-#include "shim/backend/oci_cli/run_blocking.h"
-#include "shim/backend/oci_cli/runtime_error.h"
+#include "runtime/oci_cli/argv.h"
+#include "runtime/oci_cli/oci_cli_backend.h"
+#include "runtime/oci_cli/run_blocking.h"
+#include "runtime/oci_cli/runtime_error.h"
 #include "shim/backend/vm/vm_backend.h"
 
 namespace hull::shim {
 namespace {
 
 using namespace std::chrono_literals;
+namespace oci_cli = runtime::oci_cli;
 using oci_cli::ArgvBuilder;
 using oci_cli::FlavourFor;
 
@@ -54,6 +56,10 @@ bool IsVm(const RuntimeOptions& options) {
   return options.binary_name == "vm";
 }
 
+std::string Basename(std::string_view path) {
+  return std::string(path.substr(path.rfind('/') + 1));
+}
+
 std::string SelfExe() {
   char path[4096];
   ssize_t n = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
@@ -76,11 +82,11 @@ Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
   }
   HULL_ASSIGN_OR_RETURN(std::string binary, ResolveBinary(options.binary_name));
   // The pod's config: each container's calls log to its own bundle.
-  oci_cli::RuntimeConfig config = oci_cli::MakeRuntimeConfig(options, ns, /*bundle=*/"");
+  oci_cli::RuntimeConfig config = MakeRuntimeConfig(options, ns, /*bundle=*/"");
   // Run the binary that was checked; the root keeps the configured name.
   config.binary = std::move(binary);
   return std::unique_ptr<Backend>(std::make_unique<oci_cli::OciCliBackend>(
-      loop, reaper, ArgvBuilder(FlavourFor(options.binary_name), std::move(config)), options));
+      loop, reaper, ArgvBuilder(FlavourFor(options.binary_name), std::move(config))));
 }
 
 BackendFactory DefaultBackendFactory(EventLoop& loop, Reaper& reaper, std::string ns, Logger log) {
@@ -123,7 +129,7 @@ Status ForceDelete(const RuntimeOptions& options, const std::string& ns, const s
   const oci_cli::Flavour& flavour = FlavourFor(options.binary_name);
   // The bundle may be gone already; then the runtime logs to stderr only.
   oci_cli::RuntimeConfig config =
-      oci_cli::MakeRuntimeConfig(options, ns, IsDirectory(bundle) ? bundle : std::string());
+      MakeRuntimeConfig(options, ns, IsDirectory(bundle) ? bundle : std::string());
   ArgvBuilder argv(flavour, std::move(config));
   const std::string context = std::string(flavour.name) + " delete --force " + id;
 
@@ -136,6 +142,29 @@ Status ForceDelete(const RuntimeOptions& options, const std::string& ns, const s
                                oci_cli::FailureMessage(log.ReadNew(), r->err, r->exit_status));
   if (failed.code() == Code::kNotFound) return Status();
   return failed.WithContext(context);
+}
+
+std::string RuntimeRoot(const RuntimeOptions& options, const std::string& ns) {
+  std::string root = options.root;
+  if (root.empty()) root = "/run/containerd/" + Basename(options.binary_name);
+  return root + "/" + ns;
+}
+
+runtime::oci_cli::RuntimeConfig MakeRuntimeConfig(const RuntimeOptions& options,
+                                                  const std::string& ns,
+                                                  const std::string& bundle) {
+  return runtime::oci_cli::RuntimeConfig{
+      .binary = options.binary_name,
+      .root = RuntimeRoot(options, ns),
+      .log_path = bundle.empty() ? std::string() : bundle + "/log.json",
+      .systemd_cgroup = options.systemd_cgroup,
+      .no_pivot_root = options.no_pivot_root,
+      .no_new_keyring = options.no_new_keyring,
+      .criu_path = options.criu_path,
+      .criu_image_path = options.criu_image_path,
+      .criu_work_path = options.criu_work_path,
+      .runtime_flags = options.runtime_flags,
+  };
 }
 
 }  // namespace hull::shim

@@ -9,7 +9,7 @@
 
 #include "base/logging.h"
 #include "base/status.h"
-#include "shim/backend/backend.h"
+#include "shim/backend/make_backend.h"
 #include "shim/cli/flags.h"
 
 namespace hull::shim {

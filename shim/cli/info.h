@@ -8,7 +8,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "shim/backend/backend.h"
+#include "shim/backend/make_backend.h"
 #include "shim/cli/flags.h"
 
 namespace hull::shim {

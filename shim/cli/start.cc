@@ -18,6 +18,7 @@
 #include "shim/cli/shim_socket.h"
 #include "shim/cli/socket_address.h"
 #include "shim/config/config.h"
+#include "shim/config/server_config.h"
 #include "shim/config/start_input.h"
 #include "shim/pod/pod.h"
 
@@ -191,7 +192,11 @@ Result<std::string> RunStart(const StartRequest& request, const Logger& log) {
 
   // The resolved config goes into every bundle: the server reads it at Create
   // and `delete` after a crash.
-  HULL_RETURN_IF_ERROR_CTX(WriteBundleConfig(req.bundle, *config), "start: store config");
+  HULL_RETURN_IF_ERROR_CTX(
+      WriteBundleConfig(
+          req.bundle, *config,
+          ConfigOrigin(input->options ? &*input->options : nullptr, req.env.config_path)),
+      "start: store config");
 
   Result<ShimListener> listener = ListenShimSocket(socket_path);
   if (!listener) return listener.error().WithContext("start: create shim socket");

@@ -1,5 +1,6 @@
 #include "shim/config/config.h"
 
+#include <algorithm>
 #include <string>
 
 #include "base/file_util.h"
@@ -177,8 +178,29 @@ std::string ConfigFilePath(const char* hull_config_env) {
   return std::string(kDefaultConfigPath);
 }
 
-Status WriteBundleConfig(const std::string& bundle, const ShimConfig& config) {
-  return WriteFileAtomic(bundle + "/" + std::string(kBundleConfigFile), ToToml(config), 0600);
+namespace {
+constexpr std::string_view kOriginComment = "# resolved by start from: ";
+}  // namespace
+
+Status WriteBundleConfig(const std::string& bundle, const ShimConfig& config,
+                         std::string_view origin) {
+  std::string text;
+  if (!origin.empty()) {
+    std::string line(origin);
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    std::replace(line.begin(), line.end(), '\r', ' ');
+    text = std::string(kOriginComment) + line + "\n";
+  }
+  text += ToToml(config);
+  return WriteFileAtomic(bundle + "/" + std::string(kBundleConfigFile), text, 0600);
+}
+
+std::string ReadBundleConfigOrigin(const std::string& bundle) {
+  Result<std::string> text = ReadFile(bundle + "/" + std::string(kBundleConfigFile));
+  if (!text || !text->starts_with(kOriginComment)) return "";
+  size_t end = text->find('\n');
+  return text->substr(kOriginComment.size(),
+                      (end == std::string::npos ? text->size() : end) - kOriginComment.size());
 }
 
 Result<ShimConfig> ReadBundleConfig(const std::string& bundle) {

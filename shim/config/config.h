@@ -8,13 +8,15 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/logging.h"
 #include "base/status.h"
 #include "oci/sizing.h"
-#include "shim/backend/backend.h"
+#include "shim/config/runtime_options.h"
 
 namespace google::protobuf {
 class Any;
@@ -106,6 +108,20 @@ Status ApplyToml(std::string_view text, std::string_view origin, ShimConfig& con
 // Every key of `config` as TOML, so that the text alone reproduces it.
 std::string ToToml(const ShimConfig& config);
 
+// A key whose value differs between two configs: its dotted name
+// ("security.confine") and both values as TOML text.
+struct KeyDifference {
+  std::string key;
+  std::string first;
+  std::string second;
+  friend bool operator==(const KeyDifference&, const KeyDifference&) = default;
+};
+// The keys among `names` whose values differ between `a` and `b`, in the
+// order of `names` (a section's keys sorted). A name is a top-level key
+// ("log_level") or a section ("ttrpc"), which stands for each of its keys.
+std::vector<KeyDifference> DifferingKeys(const ShimConfig& a, const ShimConfig& b,
+                                         std::span<const std::string_view> names);
+
 // Built-in defaults overlaid with the TOML file at `path`. A missing file is
 // not an error (the defaults apply); an unreadable or invalid one is.
 Result<ShimConfig> LoadConfigFile(const std::string& path);
@@ -139,8 +155,13 @@ Result<ShimConfig> ResolveContainerConfig(const google::protobuf::Any& options,
 // else /etc/hull/config.toml.
 std::string ConfigFilePath(const char* hull_config_env);
 
-// <bundle>/hull-config.toml, written atomically (mode 0600).
-Status WriteBundleConfig(const std::string& bundle, const ShimConfig& config);
+// <bundle>/hull-config.toml, written atomically (mode 0600). A non-empty
+// `origin` (where `start` resolved it from, server_config.h) is kept as its
+// first line, a TOML comment.
+Status WriteBundleConfig(const std::string& bundle, const ShimConfig& config,
+                         std::string_view origin = {});
+// The origin WriteBundleConfig kept; "" when none (or no file).
+std::string ReadBundleConfigOrigin(const std::string& bundle);
 // Reads it back onto built-in defaults (not the config file: the stored file
 // is complete). NotFound when the bundle has none.
 Result<ShimConfig> ReadBundleConfig(const std::string& bundle);

@@ -539,4 +539,45 @@ std::string ToToml(const ShimConfig& config) {
   return out.str();
 }
 
+namespace {
+
+// A value as TOML writes it (strings quoted), for messages.
+std::string TomlText(const toml::node& node) {
+  std::ostringstream out;
+  node.visit([&out](const auto& value) { out << value; });
+  return out.str();
+}
+
+}  // namespace
+
+std::vector<KeyDifference> DifferingKeys(const ShimConfig& a, const ShimConfig& b,
+                                         std::span<const std::string_view> names) {
+  // Both configs go through their TOML form, so every key of a named
+  // section counts, including keys added to it later.
+  toml::parse_result first = toml::parse(ToToml(a));
+  toml::parse_result second = toml::parse(ToToml(b));
+  std::vector<KeyDifference> out;
+  if (!first || !second) return out;  // ToToml's own output always parses
+  auto compare = [&out](const std::string& key, const toml::node& x, const toml::node& y) {
+    std::string first_text = TomlText(x);
+    std::string second_text = TomlText(y);
+    if (first_text != second_text) out.push_back({key, first_text, second_text});
+  };
+  for (std::string_view name : names) {
+    const toml::node* x = first.table().get(name);
+    const toml::node* y = second.table().get(name);
+    if (x == nullptr || y == nullptr) continue;
+    if (x->is_table() && y->is_table()) {
+      for (auto&& [key, value] : *x->as_table()) {
+        const toml::node* other = y->as_table()->get(key.str());
+        if (other == nullptr) continue;
+        compare(std::string(name) + "." + std::string(key.str()), value, *other);
+      }
+    } else {
+      compare(std::string(name), *x, *y);
+    }
+  }
+  return out;
+}
+
 }  // namespace hull::shim

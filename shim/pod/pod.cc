@@ -36,6 +36,7 @@ Container* Pod::Get(const std::string& id) const {
 }
 
 bool Pod::AllDeleted() const {
+  if (admitting_ > 0) return false;
   for (const auto& [id, container] : containers_) {
     if (!container->deleted()) return false;
   }
@@ -48,9 +49,9 @@ void Pod::DropLater(const std::string& id) {
     if (alive.expired()) return;
     containers_.erase(id);
     if (backend_) backend_->Release(id);
-    if (!containers_.empty() || sandbox_held_ || !sandbox_ready_ || !backend_) return;
-    sandbox_ready_ = false;
-    tearing_down_ = true;
+    if (!containers_.empty() || admitting_ > 0 || sandbox_held_) return;
+    if (sandbox_phase_ != SandboxPhase::kReady) return;
+    sandbox_phase_ = SandboxPhase::kTearingDown;
     backend_->TeardownSandbox([this, alive](Status status) {
       if (alive.expired()) return;
       if (!status.ok()) ctx_.log.Warn("pod: tear down the sandbox: {}", status.ToString());
@@ -60,7 +61,7 @@ void Pod::DropLater(const std::string& id) {
 }
 
 void Pod::TornDown() {
-  tearing_down_ = false;
+  sandbox_phase_ = SandboxPhase::kNone;
   std::vector<std::function<void()>> waiters;
   waiters.swap(torn_down_waiters_);
   for (auto& done : waiters) done();
@@ -69,18 +70,19 @@ void Pod::TornDown() {
 void Pod::WhenTornDown(std::function<void()> done) {
   // Due: the sandbox is up and every container is deleted (DropLater tears
   // it down on a later loop turn).
-  const bool due = sandbox_ready_ && !sandbox_held_ && backend_ && AllDeleted();
-  if (!tearing_down_ && !due) return ctx_.loop.Post(std::move(done));
+  const bool due = sandbox_phase_ == SandboxPhase::kReady && !sandbox_held_ && AllDeleted();
+  if (sandbox_phase_ != SandboxPhase::kTearingDown && !due) {
+    return ctx_.loop.Post(std::move(done));
+  }
   torn_down_waiters_.push_back(std::move(done));
 }
 
 void Pod::ReleaseSandbox(Done done) {
   sandbox_held_ = false;
-  if (!containers_.empty() || !sandbox_ready_ || !backend_) {
+  if (!containers_.empty() || sandbox_phase_ != SandboxPhase::kReady) {
     return ctx_.loop.Post([done = std::move(done)] { done(Status::Ok()); });
   }
-  sandbox_ready_ = false;
-  tearing_down_ = true;
+  sandbox_phase_ = SandboxPhase::kTearingDown;
   std::weak_ptr<bool> alive = alive_;
   backend_->TeardownSandbox([this, alive, done = std::move(done)](Status status) {
     if (!alive.expired()) TornDown();
@@ -92,7 +94,7 @@ void Pod::ReleaseSandbox(Done done) {
 
 Result<Backend*> Pod::BackendFor(const ShimConfig& config) {
   if (backend_) {
-    if (!backend_->Serves(config.runtime)) {
+    if (config.runtime != backend_options_) {
       return FailedPreconditionError("the pod runs its containers with " + backend_->name() +
                                      "; a container of it cannot use runtime " +
                                      config.runtime.binary_name + " or other runtime options");
@@ -100,12 +102,20 @@ Result<Backend*> Pod::BackendFor(const ShimConfig& config) {
     return backend_.get();
   }
   HULL_ASSIGN_OR_RETURN(backend_, factory_(config.runtime));
+  backend_options_ = config.runtime;
   return backend_.get();
 }
 
 void Pod::Admit(const std::string& id, const std::string& bundle, const oci::Spec& spec,
                 const ShimConfig& config, std::function<void(Result<Admission>)> done,
                 bool sandbox_api) {
+  // Counted until answered: a container being admitted is not deleted.
+  ++admitting_;
+  done = [this, alive = std::weak_ptr<bool>(alive_),
+          done = std::move(done)](Result<Admission> admission) {
+    if (!alive.expired()) --admitting_;
+    done(std::move(admission));
+  };
   auto fail = [this, &done](Status status) {
     ctx_.loop.Post([done = std::move(done), status = std::move(status)] { done(status); });
   };
@@ -117,9 +127,22 @@ void Pod::Admit(const std::string& id, const std::string& bundle, const oci::Spe
   Result<Backend*> backend = BackendFor(config);
   if (!backend) return fail(backend.error());
   Admission admission{.backend = *backend, .size = std::move(*size)};
-  if (sandbox_ready_) {
-    return ctx_.loop.Post(
-        [done = std::move(done), admission = std::move(admission)] { done(std::move(admission)); });
+  switch (sandbox_phase_) {
+    case SandboxPhase::kReady:
+      return ctx_.loop.Post([done = std::move(done), admission = std::move(admission)] {
+        done(std::move(admission));
+      });
+    case SandboxPhase::kPreparing:
+      // Another container's admission prepares it: this one waits for that.
+      prepare_waiters_.push_back(
+          [done = std::move(done), admission = std::move(admission)](Status status) mutable {
+            if (!status.ok()) return done(status);
+            done(std::move(admission));
+          });
+      return;
+    case SandboxPhase::kTearingDown:
+      return fail(FailedPreconditionError("the pod's sandbox is being torn down"));
+    case SandboxPhase::kNone: break;
   }
   // A pod that is one container (no sandbox annotations: `ctr run`) gets
   // the policy's default size for its sandbox (a VM backend boots with it).
@@ -128,14 +151,26 @@ void Pod::Admit(const std::string& id, const std::string& bundle, const oci::Spe
                      .size = admission.size ? admission.size
                                             : oci::ComputePodSize(oci::SizeSource::kNone, {},
                                                                   nullptr, config.sizing.policy)};
-  if (sandbox_api) req.spec = spec;
+  req.spec = spec;
+  Result<std::optional<std::string>> pod_cgroup =
+      PodCgroupPath(spec.CgroupsPath(), config.runtime.systemd_cgroup);
+  if (pod_cgroup) req.pod_cgroup = *pod_cgroup;
+  req.create_sandbox_process = sandbox_api;
   std::weak_ptr<bool> alive = alive_;
+  sandbox_phase_ = SandboxPhase::kPreparing;
   (*backend)->PrepareSandbox(req, [this, alive, admission = std::move(admission),
                                    done = std::move(done)](Status status) mutable {
     if (alive.expired()) return done(NotFoundError("pod deleted"));
-    if (!status.ok()) return done(status.WithContext("prepare the pod's sandbox"));
-    sandbox_ready_ = true;
-    done(std::move(admission));
+    if (!status.ok()) status = status.WithContext("prepare the pod's sandbox");
+    sandbox_phase_ = status.ok() ? SandboxPhase::kReady : SandboxPhase::kNone;
+    std::vector<std::function<void(Status)>> waiters;
+    waiters.swap(prepare_waiters_);
+    if (status.ok()) {
+      done(std::move(admission));
+    } else {
+      done(status);
+    }
+    for (auto& waiter : waiters) waiter(status);
   });
 }
 

@@ -25,7 +25,7 @@
 #include "base/status.h"
 #include "oci/sizing.h"
 #include "oci/spec.h"
-#include "shim/backend/backend.h"
+#include "shim/backend/make_backend.h"
 #include "shim/config/config.h"
 #include "shim/pod/pod_cgroup.h"
 #include "shim/pod/pod_cgroup_setup.h"
@@ -55,7 +55,8 @@ class Pod {
   // when the last one goes, unless the Sandbox API holds it.
   void DropLater(const std::string& id);
   size_t container_count() const { return containers_.size(); }
-  // True when every container left has been deleted (Shutdown may stop).
+  // True when every container left has been deleted and none is being
+  // admitted (Shutdown may stop).
   bool AllDeleted() const;
 
   // ---- what a container needs at Create ----
@@ -133,8 +134,17 @@ class Pod {
   BackendFactory factory_;
   std::optional<PodCgroupPlacement> placement_;
   std::unique_ptr<Backend> backend_;
-  bool sandbox_ready_ = false;
-  bool tearing_down_ = false;
+  // What backend_ was made from: every container of the pod must ask for the
+  // same (a pod runs one runtime).
+  RuntimeOptions backend_options_;
+  int admitting_ = 0;  // Admit calls not yet answered
+  // The sandbox's one life: none -> preparing (the first admission's
+  // PrepareSandbox) -> ready -> tearing down (after the last container, or
+  // at ReleaseSandbox) -> none. Admissions during preparing wait for it;
+  // during tearing down they are refused.
+  enum class SandboxPhase { kNone, kPreparing, kReady, kTearingDown };
+  SandboxPhase sandbox_phase_ = SandboxPhase::kNone;
+  std::vector<std::function<void(Status)>> prepare_waiters_;
   std::vector<std::function<void()>> torn_down_waiters_;  // WhenTornDown
   void TornDown();
   bool sandbox_held_ = false;  // HoldSandbox

@@ -17,6 +17,7 @@ std::string PodSizeJson(const oci::PodSize& size) {
   j["source"] = oci::SizeSourceName(size.source);
   j["vcpus"] = size.vcpus;
   j["memory_mib"] = size.memory_mib;
+  j["container_memory_mib"] = size.container_memory_mib;
   j["cpu_period"] = size.workload.cpu_period;
   j["cpu_quota"] = size.workload.cpu_quota;
   j["cpu_shares"] = size.workload.cpu_shares;
@@ -79,6 +80,10 @@ Result<oci::PodSize> ReadPodSizeFile(const std::string& path) {
   size.cpu_unconstrained = w.cpu_quota < 0;
   size.cpu_shares_set = w.cpu_shares > 0;
   size.memory_limit_set = w.memory_limit_bytes > 0;
+  // Absent from a size an older hull stored: unknown (0).
+  if (auto c = j.find("container_memory_mib"); c != j.end() && c->is_number_unsigned()) {
+    size.container_memory_mib = c->get<uint64_t>();
+  }
   size.vcpus_defaulted = j.value("vcpus_defaulted", false);
   size.memory_defaulted = j.value("memory_defaulted", false);
   if (auto o = j.find("overhead"); o != j.end() && o->is_object()) {

@@ -35,7 +35,7 @@ constexpr const char* kSpecTypeUrl = "types.containerd.io/opencontainers/runtime
 
 // CreateSandboxRequest.options: CRI marshals the PodSandboxConfig with its
 // proto name, with or without a "type.googleapis.com/"-like prefix.
-Result<runtime::v1::PodSandboxConfig> PodSandboxConfigFrom(const google::protobuf::Any& options) {
+Result<::runtime::v1::PodSandboxConfig> PodSandboxConfigFrom(const google::protobuf::Any& options) {
   std::string_view url = options.type_url();
   if (auto slash = url.rfind('/'); slash != std::string_view::npos) url.remove_prefix(slash + 1);
   if (url != "runtime.v1.PodSandboxConfig") {
@@ -43,7 +43,7 @@ Result<runtime::v1::PodSandboxConfig> PodSandboxConfigFrom(const google::protobu
         "options are " + (options.type_url().empty() ? std::string("empty") : options.type_url()) +
         ", not a runtime.v1.PodSandboxConfig");
   }
-  runtime::v1::PodSandboxConfig config;
+  ::runtime::v1::PodSandboxConfig config;
   if (!config.ParseFromString(options.value())) {
     return InvalidArgumentError("options: cannot parse the PodSandboxConfig");
   }
@@ -63,10 +63,8 @@ std::string GoArch() {
 // Responders are move-only; the callbacks that carry them must be copyable.
 template <typename Resp>
 auto Answer(ttrpc::TypedResponder<Resp> responder) {
-  auto out = std::make_shared<ttrpc::TypedResponder<Resp>>(std::move(responder));
-  return [out](Result<Resp> response) {
-    if (!response) return out->Fail(response.error());
-    out->Reply(*response);
+  return [out = ttrpc::SharedResponder<Resp>(std::move(responder))](Result<Resp> response) {
+    out.Answer(response);
   };
 }
 
@@ -82,25 +80,73 @@ void Register(ttrpc::Server& server, const char* method, SandboxService* self,
 
 }  // namespace
 
+// ---- what holds the pod: one seam, two kinds ----
+
+class SandboxService::SandboxProcess {
+ public:
+  virtual ~SandboxProcess() = default;
+  // Starts it: `done(pid)`, and later `on_exit(status)` once, when it ends.
+  virtual void Start(std::function<void(int)> on_exit, std::function<void(Result<pid_t>)> done) = 0;
+  // Ends it (SIGKILL); the exit still comes through `on_exit`.
+  virtual void Kill(pid_t pid) = 0;
+  // Ends it at the server's end (the backend's goes with its owner, the Pod).
+  virtual void KillAtExit(pid_t pid) = 0;
+  virtual const char* name() const = 0;
+};
+
+// hull's pause process (runc, crun): started from the pod's spec.
+class SandboxService::PauseSandbox final : public SandboxProcess {
+ public:
+  PauseSandbox(PauseRunner& pause, const oci::Spec& spec) : pause_(pause), spec_(spec) {}
+  void Start(std::function<void(int)> on_exit, std::function<void(Result<pid_t>)> done) override {
+    done(pause_.Start(spec_, std::move(on_exit)));
+  }
+  void Kill(pid_t pid) override { pause_.Kill(pid); }
+  // It must not outlive the server (it also has PR_SET_PDEATHSIG).
+  void KillAtExit(pid_t pid) override { pause_.Kill(pid); }
+  const char* name() const override { return "pause"; }
+
+ private:
+  PauseRunner& pause_;
+  const oci::Spec& spec_;  // the service's, which outlives this
+};
+
+// The backend's own sandbox (runsc's gVisor sandbox, created at
+// CreateSandbox by PrepareSandbox).
+class SandboxService::BackendSandbox final : public SandboxProcess {
+ public:
+  BackendSandbox(Backend& backend, const Logger& log, std::string id)
+      : backend_(backend), log_(log), id_(std::move(id)) {}
+  void Start(std::function<void(int)> on_exit, std::function<void(Result<pid_t>)> done) override {
+    backend_.StartSandbox(std::move(on_exit), std::move(done));
+  }
+  void Kill(pid_t) override {
+    backend_.StopSandbox([log = log_, id = id_](hull::Status stopped) {
+      if (!stopped.ok()) log.Warn("sandbox {}: stop: {}", id, stopped.ToString());
+    });
+  }
+  void KillAtExit(pid_t) override {}
+  const char* name() const override { return "sandbox"; }
+
+ private:
+  Backend& backend_;
+  Logger log_;
+  std::string id_;
+};
+
 SandboxService::SandboxService(ShimContext& ctx, Pod& pod, ResolveConfig resolve,
-                               std::unique_ptr<PauseRunner> pause,
-                               std::function<void()> on_shutdown)
+                               std::unique_ptr<PauseRunner> pause, ServerLifetime& lifetime)
     : ctx_(ctx),
       pod_(pod),
       resolve_(std::move(resolve)),
       pause_(std::move(pause)),
-      on_shutdown_(std::move(on_shutdown)),
+      lifetime_(lifetime),
       created_at_(ZeroTime()),
       exited_at_(ZeroTime()) {}
 
 SandboxService::~SandboxService() {
   *alive_ = false;
-  // The pause process must not outlive the server (it also has
-  // PR_SET_PDEATHSIG).
-  // (The backend's sandbox goes with the backend's owner, the Pod.)
-  if (state_ == SandboxState::kReady && pid_ > 0 && !backend_->RunsSandboxProcess()) {
-    pause_->Kill(pid_);
-  }
+  if (state_ == SandboxState::kReady && pid_ > 0) process_->KillAtExit(pid_);
 }
 
 void SandboxService::RegisterWith(ttrpc::Server& server) {
@@ -144,7 +190,7 @@ void SandboxService::Create(const sb::CreateSandboxRequest& r,
     // CRI never sends one; hull's pause process needs none.
     ctx_.log.Warn("{}: rootfs mounts ignored", what);
   }
-  Result<runtime::v1::PodSandboxConfig> pod_config = PodSandboxConfigFrom(r.options());
+  Result<::runtime::v1::PodSandboxConfig> pod_config = PodSandboxConfigFrom(r.options());
   if (!pod_config) return done(pod_config.error().WithContext(what));
   Result<ShimConfig> config = resolve_(r.bundle_path());
   if (!config) return done(config.error().WithContext(what));
@@ -164,7 +210,7 @@ void SandboxService::Create(const sb::CreateSandboxRequest& r,
   // hull's pause process applies no seccomp profile, so the spec asks for
   // none (a RuntimeDefault request would otherwise need containerd's
   // built-in profile).
-  runtime::v1::PodSandboxConfig spec_config = *pod_config;
+  ::runtime::v1::PodSandboxConfig spec_config = *pod_config;
   spec_config.mutable_linux()->mutable_security_context()->clear_seccomp();
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -192,8 +238,14 @@ void SandboxService::Create(const sb::CreateSandboxRequest& r,
           return done(admission.error().WithContext(what));
         }
         backend_ = admission->backend;
+        if (backend_->RunsSandboxProcess()) {
+          process_ = std::make_unique<BackendSandbox>(*backend_, ctx_.log, id_);
+        } else {
+          process_ = std::make_unique<PauseSandbox>(*pause_, *spec_);
+        }
         pod_.HoldSandbox();
         HULL_ANSWER_IF_ERROR(MoveTo(SandboxState::kCreated), done);
+        lifetime_.SandboxCreated();
         ctx_.log.Info("{}: created ({})", what, backend_->name());
         done(sb::CreateSandboxResponse());
       },
@@ -213,10 +265,8 @@ void SandboxService::Start(const sb::StartSandboxRequest& r, Reply<sb::StartSand
     if (alive.expired()) return;
     Exited(exit_status);
   };
-  if (!backend_->RunsSandboxProcess()) return Started(pause_->Start(*spec_, on_exit), done);
-  // The backend's sandbox (runsc), created at CreateSandbox.
   starting_ = true;
-  backend_->StartSandbox(on_exit, [this, alive, done = std::move(done)](Result<pid_t> pid) {
+  process_->Start(on_exit, [this, alive, done = std::move(done)](Result<pid_t> pid) {
     if (alive.expired()) return done(UnavailableError("shim is shutting down"));
     starting_ = false;
     Started(std::move(pid), done);
@@ -234,8 +284,7 @@ void SandboxService::Started(Result<pid_t> pid, const Reply<sb::StartSandboxResp
   pid_ = *pid;
   created_at_ = NowTime();
   MoveTo(SandboxState::kReady).IgnoreError();
-  ctx_.log.Info("sandbox {}: {} process {}", id_,
-                backend_->RunsSandboxProcess() ? "sandbox" : "pause", pid_);
+  ctx_.log.Info("sandbox {}: {} process {}", id_, process_->name(), pid_);
   sb::StartSandboxResponse response;
   response.set_pid(static_cast<uint32_t>(pid_));
   *response.mutable_created_at() = created_at_;
@@ -248,20 +297,15 @@ void SandboxService::Exited(int exit_status) {
   exit_status_ = static_cast<uint32_t>(exit_status);
   exited_at_ = NowTime();
   if (state_ == SandboxState::kReady) MoveTo(SandboxState::kStopped).IgnoreError();
-  ctx_.log.Info("sandbox {}: {} process {} exited with {}", id_,
-                backend_->RunsSandboxProcess() ? "sandbox" : "pause", pid_, exit_status);
+  ctx_.log.Info("sandbox {}: {} process {} exited with {}", id_, process_->name(), pid_,
+                exit_status);
   std::vector<std::function<void()>> waiting = std::move(on_stopped_);
   on_stopped_.clear();
   for (auto& then : waiting) then();
 }
 
 void SandboxService::Kill() {
-  if (!backend_->RunsSandboxProcess()) return pause_->Kill(pid_);
-  std::weak_ptr<bool> alive = alive_;
-  backend_->StopSandbox([this, alive](hull::Status stopped) {
-    if (alive.expired() || stopped.ok()) return;
-    ctx_.log.Warn("sandbox {}: stop: {}", id_, stopped.ToString());
-  });
+  process_->Kill(pid_);
 }
 
 void SandboxService::StopThen(std::function<void()> then) {
@@ -381,7 +425,7 @@ void SandboxService::Shutdown(const sb::ShutdownSandboxRequest& r,
       }
       ctx_.log.Info("sandbox {}: shut down", id_);
       done(sb::ShutdownSandboxResponse());
-      on_shutdown_();
+      lifetime_.SandboxShutDown();
     });
   });
 }

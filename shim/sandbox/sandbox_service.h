@@ -28,6 +28,7 @@
 #include "shim/pod/pod.h"
 #include "shim/sandbox/pause_process.h"
 #include "shim/sandbox/sandbox_state.h"
+#include "shim/server_lifetime.h"
 #include "ttrpc/server.h"
 
 namespace hull::shim {
@@ -40,18 +41,16 @@ class SandboxService {
   template <typename T>
   using Reply = std::function<void(Result<T>)>;
 
-  // `on_shutdown` runs once ShutdownSandbox has ended the sandbox.
+  // CreateSandbox and ShutdownSandbox are reported to `lifetime`, which
+  // decides when the server ends.
   SandboxService(ShimContext& ctx, Pod& pod, ResolveConfig resolve,
-                 std::unique_ptr<PauseRunner> pause, std::function<void()> on_shutdown);
+                 std::unique_ptr<PauseRunner> pause, ServerLifetime& lifetime);
   ~SandboxService();
   SandboxService(const SandboxService&) = delete;
   SandboxService& operator=(const SandboxService&) = delete;
 
   void RegisterWith(ttrpc::Server& server);
 
-  // True from CreateSandbox on: the server then ends only at
-  // ShutdownSandbox, not at the Task API's Shutdown.
-  bool holds_server() const { return state_ != SandboxState::kNone; }
   SandboxState state() const { return state_; }
 
   void Create(const containerd::runtime::sandbox::v1::CreateSandboxRequest& r,
@@ -88,11 +87,19 @@ class SandboxService {
   // Kills the pause process (if it runs) and calls `then` once stopped.
   void StopThen(std::function<void()> then);
 
+  // What holds the pod's namespaces once started: hull's pause process, or
+  // the backend's own sandbox process (runsc). Chosen once, at CreateSandbox
+  // (sandbox_service.cc); the service never asks which.
+  class SandboxProcess;
+  class PauseSandbox;
+  class BackendSandbox;
+
   ShimContext& ctx_;
   Pod& pod_;
   ResolveConfig resolve_;
   std::unique_ptr<PauseRunner> pause_;
-  std::function<void()> on_shutdown_;
+  std::unique_ptr<SandboxProcess> process_;  // from CreateSandbox on
+  ServerLifetime& lifetime_;
 
   SandboxState state_ = SandboxState::kNone;
   bool creating_ = false;

@@ -12,7 +12,7 @@
 #include "base/event_loop.h"
 #include "base/logging.h"
 #include "base/reaper.h"
-#include "shim/backend/backend.h"
+#include "runtime/backend.h"
 
 namespace hull::shim {
 
@@ -59,7 +59,7 @@ class ProcessIo {
   virtual ~ProcessIo() = default;
 
   // What to give the runtime for this process.
-  virtual ProcessStdio runtime_stdio() const = 0;
+  virtual runtime::ProcessStdio runtime_stdio() const = 0;
   // The runtime's create/exec returned: close the container's ends held by
   // the shim and start copying (for a terminal, once the pty master arrives
   // on the console socket).

@@ -8,12 +8,15 @@
 #include <memory>
 
 #include "base/event_loop.h"
-#include "shim/stdio/console_socket_internal.h"
+#include "runtime/console_socket.h"
 #include "shim/stdio/outputs_internal.h"
 #include "shim/stdio/process_io.h"
 #include "shim/stdio/stdio_files_internal.h"
 
 namespace hull::shim::stdio {
+
+using runtime::ConsoleSocket;
+using runtime::ProcessStdio;
 
 // Makes the process's pipes, and fchowns its ends to io_uid/io_gid when
 // either is set.

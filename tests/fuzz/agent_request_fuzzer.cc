@@ -36,7 +36,7 @@
 #include "base/reaper.h"
 #include "google/protobuf/any.pb.h"
 #include "hull/agent/v1/agent.pb.h"
-#include "shim/backend/backend.h"
+#include "runtime/backend.h"
 #include "shim/backend/vm/agent_client.h"
 #include "ttrpc/client.h"
 #include "ttrpc/frame.h"
@@ -68,14 +68,16 @@ constexpr size_t kMaxCalls = 8;
 // A Backend that runs nothing. Answers come on a later loop turn, as the
 // Backend contract asks; `pending` counts those not yet delivered, so the
 // fuzzer can let them all run before the service is destroyed.
-class PretendBackend final : public shim::Backend {
+class PretendBackend final : public hull::runtime::Backend {
  public:
   PretendBackend(EventLoop& loop, int& pending) : loop_(loop), pending_(pending) {}
 
-  void PrepareSandbox(const shim::SandboxRequest&, shim::Done done) override { Ok(done); }
-  void TeardownSandbox(shim::Done done) override { Ok(done); }
+  void PrepareSandbox(const hull::runtime::SandboxRequest&, hull::runtime::Done done) override {
+    Ok(done);
+  }
+  void TeardownSandbox(hull::runtime::Done done) override { Ok(done); }
   void Release(const std::string&) override {}
-  void Create(const shim::CreateRequest& req, shim::Done done) override {
+  void Create(const hull::runtime::CreateRequest& req, hull::runtime::Done done) override {
     Status written = Status::Ok();
     if (FILE* f = std::fopen(req.pid_file.c_str(), "we")) {
       std::fprintf(f, "%d", kPretendPid);
@@ -85,19 +87,21 @@ class PretendBackend final : public shim::Backend {
     }
     Answer(std::move(done), written);
   }
-  void Start(const std::string&, shim::Done done) override { Ok(done); }
-  void Exec(const shim::ExecRequest&, shim::Done done) override {
+  void Start(const std::string&, hull::runtime::Done done) override { Ok(done); }
+  void Exec(const hull::runtime::ExecRequest&, hull::runtime::Done done) override {
     Answer(std::move(done), FailedPreconditionError("pretend: no exec"));
   }
-  void Kill(const std::string&, int, bool, shim::Done done) override { Ok(done); }
-  void Delete(const std::string&, bool, shim::Done done) override { Ok(done); }
-  void Pause(const std::string&, shim::Done done) override { Ok(done); }
-  void Resume(const std::string&, shim::Done done) override { Ok(done); }
-  void Update(const std::string&, const std::string&, shim::Done done) override { Ok(done); }
+  void Kill(const std::string&, int, bool, hull::runtime::Done done) override { Ok(done); }
+  void Delete(const std::string&, bool, hull::runtime::Done done) override { Ok(done); }
+  void Pause(const std::string&, hull::runtime::Done done) override { Ok(done); }
+  void Resume(const std::string&, hull::runtime::Done done) override { Ok(done); }
+  void Update(const std::string&, const std::string&, hull::runtime::Done done) override {
+    Ok(done);
+  }
   void Ps(const std::string&, std::function<void(Result<std::vector<pid_t>>)> done) override {
     Later([done = std::move(done)] { done(std::vector<pid_t>{kPretendPid}); });
   }
-  void Checkpoint(const shim::CheckpointRequest&, shim::Done done) override {
+  void Checkpoint(const hull::runtime::CheckpointRequest&, hull::runtime::Done done) override {
     Answer(std::move(done), UnimplementedError("pretend"));
   }
   void Stats(const std::string&, pid_t,
@@ -116,11 +120,11 @@ class PretendBackend final : public shim::Backend {
   void WatchExecExit(const std::string&, const std::string&, pid_t,
                      std::function<void(int)>) override {}
   void ForgetExit(const std::string&, const std::string&, pid_t) override {}
-  void SignalExec(const std::string&, const std::string&, pid_t, int, shim::Done done) override {
+  void SignalExec(const std::string&, const std::string&, pid_t, int,
+                  hull::runtime::Done done) override {
     Ok(done);
   }
   void ResizeTerminal(const std::string&, const std::string&, uint32_t, uint32_t) override {}
-  bool Serves(const shim::RuntimeOptions&) const override { return true; }
   std::string name() const override { return "pretend"; }
 
  private:
@@ -131,10 +135,10 @@ class PretendBackend final : public shim::Backend {
       task();
     });
   }
-  void Answer(shim::Done done, Status status) {
+  void Answer(hull::runtime::Done done, Status status) {
     Later([done = std::move(done), status = std::move(status)] { done(status); });
   }
-  void Ok(shim::Done& done) { Answer(std::move(done), Status::Ok()); }
+  void Ok(hull::runtime::Done& done) { Answer(std::move(done), Status::Ok()); }
 
   EventLoop& loop_;
   int& pending_;
@@ -179,8 +183,7 @@ struct Agent {
         containers(*s.loop, *s.reaper,
                    agent::ContainerOptions{.runtime = "/nonexistent/crun",
                                            .runtime_root = s.dir + "/crun",
-                                           .state_dir = s.dir + "/state",
-                                           .oom_before_exit = 10ms},
+                                           .state_dir = s.dir + "/state"},
                    std::make_unique<PretendBackend>(*s.loop, backend_pending)) {
     sandbox.Register(server);
     containers.Register(server);

@@ -56,6 +56,8 @@ struct World {
             return FailedPreconditionError("fuzz: no backend");
           },
           std::nullopt};
+  // Shutdown and deletes are reported to it; ending the server does nothing.
+  ServerLifetime lifetime{*loop, [this] { return pod.AllDeleted(); }, [] {}};
   TaskService tasks{
       ctx, pod,
       [](const google::protobuf::Any& options, const std::string&) -> Result<ShimConfig> {
@@ -63,7 +65,7 @@ struct World {
         HULL_RETURN_IF_ERROR(ApplyOptions(options, config));
         return FailedPreconditionError("fuzz: no containers");
       },
-      [] {}};
+      lifetime};
   hull::ttrpc::Server server{*loop};
   World() { tasks.RegisterWith(server); }
 };

@@ -85,13 +85,15 @@ class CriTest : public ::testing::Test {
   // Runtime handlers besides the harness's "hull", each with a hull config
   // file named by its runtimeoptions ConfigPath (docs/config.md):
   // - "hull-pod" sizes the pod cgroup and accounts the shim to it;
+  // - "hull-crun" runs the pod's containers with crun;
   // - "hull-runsc" runs the pod in one gVisor sandbox, with runsc's state
-  //   under the test's directory. network = "none": Debian's runsc (2022)
-  //   decides it is in the host's network namespace when
-  //   /proc/sys/net/core/rmem_default exists, which on kernels that made that
-  //   sysctl per namespace (this host's 6.x) is true in the pod's namespace
-  //   too, so "sandbox" fails with "cannot run with network enabled in root
-  //   network namespace" (docs/backends.md).
+  //   under the test's directory, and the shipped network = "host" (the
+  //   sandbox in the pod's namespace, sockets through the host kernel):
+  //   Debian's runsc (2022) decides it is in the host's network namespace
+  //   when /proc/sys/net/core/rmem_default exists, which on kernels that made
+  //   that sysctl per namespace (this host's 6.x) is true in the pod's
+  //   namespace too, so "sandbox" fails with "cannot run with network enabled
+  //   in root network namespace" (docs/backends.md).
   std::string HandlersToml() {
     auto handler = [&](const std::string& name, const std::string& config,
                        const std::string& runtime_keys = "") {
@@ -103,10 +105,10 @@ class CriTest : public ::testing::Test {
              ".options]\n  ConfigPath = \"" + path + "\"\n";
     };
     const std::string runsc_config =
-        "runtime = \"runsc\"\nroot = \"" + RunscRoot() + "\"\n[runsc_config]\nnetwork = \"none\"\n";
+        "runtime = \"runsc\"\nroot = \"" + RunscRoot() + "\"\n[runsc_config]\nnetwork = \"host\"\n";
     std::string toml =
         handler("hull-pod", "[sizing]\npod_cgroup_limits = true\nshim_in_pod_cgroup = true\n") +
-        handler("hull-runsc", runsc_config);
+        handler("hull-runsc", runsc_config) + handler("hull-crun", "runtime = \"crun\"\n");
     // The harness moves these tables to plugins."io.containerd.cri.v1.runtime"
     // on containerd 2.x. The "shim" sandboxer (hull's Sandbox API) is
     // sandbox_api_test's: its pause is hull's own process, not a task.
@@ -251,7 +253,7 @@ TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
   // policy: ceil(150000/100000 + 0.25) = 2 vCPUs, 256 + 112 + 8 = 376 MiB. The
   // same size comes out of the PodSandboxConfig path (c).
   std::string error;
-  runtime::v1::PodSandboxConfig proto;
+  ::runtime::v1::PodSandboxConfig proto;
   ASSERT_TRUE(proto.ParseFromString(EncodeCriMessage("PodSandboxConfig", pod_config, &error)))
       << error;
   const oci::PodSize from_config = oci::SizeFromPodSandboxConfig(proto, oci::SizingPolicy{});
@@ -347,8 +349,191 @@ INSTANTIATE_TEST_SUITE_P(Handlers, CriPodTest,
                                            PodCase{"HostNetwork", "hull", true},
                                            PodCase{"RunscPodNetwork", "hull-runsc", false},
                                            PodCase{"C2PodNetwork", "hull", false, true},
+                                           PodCase{"C2CrunPodNetwork", "hull-crun", false, true},
                                            PodCase{"C2RunscPodNetwork", "hull-runsc", false, true}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// One standard for the runc and gVisor handlers (issue 23), in one pod:
+// - a Localhost seccomp profile that refuses mkdir is enforced (runsc loads
+//   a spec's seccomp only with --oci-seccomp);
+// - ExecSync with a 1 s timeout returns containerd's timeout error and the
+//   process it started is gone (runsc: killing the host-side `runsc exec`
+//   left the process in the sandbox holding the exec's output, and the call
+//   never returned);
+// - the container sees the pod's IP on its interface (runsc: the shipped
+//   network = "host");
+// - StopContainer with a grace period ends a container that ignores SIGTERM
+//   with SIGKILL after it (137).
+class CriParityTest : public CriPodTest {};
+
+TEST_P(CriParityTest, SeccompExecTimeoutAndStopGraceAsForRunc) {
+  const json pod_config = PodConfig("parity", GetParam().host_network);
+  const std::string pod = RunPod(pod_config, GetParam().handler);
+  ASSERT_FALSE(pod.empty());
+  const std::string profile = config_dir_ + "/no-mkdir.json";
+  std::ofstream(profile)
+      << json{{"defaultAction", "SCMP_ACT_ALLOW"},
+              {"architectures", {"SCMP_ARCH_X86_64"}},
+              {"syscalls", {{{"names", {"mkdir", "mkdirat"}}, {"action", "SCMP_ACT_ERRNO"}}}}}
+             .dump();
+  json config = BusyboxContainerConfig("parity", kBusybox);
+  // SIGTERM ignored (inherited through exec), whether or not the sleep is
+  // PID 1: the container shares the pod's PID namespace (CRI's default for
+  // a container without namespace_options).
+  config["command"] = {"sh", "-c",
+                       "mkdir /tmp/made; echo $? >/tmp/rc; trap '' TERM; exec sleep 3600"};
+  config["linux"]["security_context"]["seccomp"] = {{"profile_type", "Localhost"},
+                                                    {"localhost_ref", profile}};
+  CriReply run = cri_->RunContainer(pod, pod_config, config);
+  ASSERT_TRUE(run.ok) << run.error << "\n" << containerd_->LogTail();
+  const std::string id = run.body.value("container_id", "");
+  auto exec = [&](const std::vector<std::string>& cmd, int timeout_s) {
+    return cri_->Call("ExecSync", {{"container_id", id}, {"cmd", cmd}, {"timeout", timeout_s}},
+                      std::chrono::seconds(90));
+  };
+
+  CriReply rc;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        rc = exec({"cat", "/tmp/rc"}, 30);
+        return rc.ok && rc.body.value("exit_code", -1) == 0;
+      },
+      30s))
+      << rc.error;
+  EXPECT_NE(DecodeBase64(rc.body.value("stdout", "")), "0\n") << "mkdir was allowed";
+  EXPECT_FALSE(fs::exists(Bundle(id) + "/rootfs/tmp/made"));
+
+  // The pod network: the container's interfaces carry the pod's IP (runsc
+  // with network = "none" had only loopback).
+  CriReply pod_status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
+  ASSERT_TRUE(pod_status.ok) << pod_status.error;
+  const std::string pod_ip = pod_status.body["status"]["network"].value("ip", "");
+  ASSERT_FALSE(pod_ip.empty()) << pod_status.body.dump();
+  CriReply addresses = exec({"ip", "-4", "addr"}, 30);
+  ASSERT_TRUE(addresses.ok) << addresses.error;
+  EXPECT_NE(DecodeBase64(addresses.body.value("stdout", "")).find(pod_ip + "/"), std::string::npos)
+      << pod_ip << " not in:\n"
+      << DecodeBase64(addresses.body.value("stdout", ""));
+
+  CriReply timed_out = exec({"sleep", "61"}, 1);
+  ASSERT_FALSE(timed_out.ok);
+  EXPECT_NE(timed_out.error.find("timeout 1s exceeded"), std::string::npos) << timed_out.error;
+  std::string ps;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        CriReply r = exec({"ps"}, 30);
+        ps = r.ok ? DecodeBase64(r.body.value("stdout", "")) : r.error;
+        return r.ok && ps.find("sleep 61") == std::string::npos;
+      },
+      30s))
+      << ps;
+
+  CriReply stop = cri_->Call("StopContainer", {{"container_id", id}, {"timeout", 3}});
+  ASSERT_TRUE(stop.ok) << stop.error << "\n" << containerd_->LogTail();
+  CriReply status = cri_->Call("ContainerStatus", {{"container_id", id}});
+  ASSERT_TRUE(status.ok) << status.error;
+  EXPECT_EQ(status.body["status"].value("state", ""), "CONTAINER_EXITED");
+  EXPECT_EQ(status.body["status"].value("exit_code", 0), 137);
+  RemovePodAndCheckNothingLeft(pod);
+}
+
+INSTANTIATE_TEST_SUITE_P(Handlers, CriParityTest,
+                         ::testing::Values(PodCase{"PodNetwork", "hull", false},
+                                           PodCase{"RunscPodNetwork", "hull-runsc", false},
+                                           PodCase{"C2RunscPodNetwork", "hull-runsc", false, true}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// In-place resize (Kubernetes' InPlacePodVerticalScaling) on containerd 2.x,
+// with the kubelet's sequence: UpdatePodSandboxResources (containerd records
+// it; nothing reaches the shim), then UpdateContainerResources per
+// container, up then down, CPU and memory. runc and crun: the container's
+// cgroup takes the new limits, and the container reads them. runsc: refused
+// with the reason (docs/backends.md, "In-place resize").
+TEST_P(CriPodTest, InPlaceResizeReachesTheContainersCgroup) {
+  if (!GetParam().containerd2 || GetParam().host_network) {
+    GTEST_SKIP() << "resize runs on containerd 2.x pod-network cases";
+  }
+  const bool runsc = std::string_view(GetParam().handler) == "hull-runsc";
+  const json pod_config = PodConfig("resize", /*host_network=*/false);
+  const std::string pod = RunPod(pod_config, GetParam().handler);
+  ASSERT_FALSE(pod.empty());
+  const std::string app = StartContainer(pod, pod_config, "app");
+  ASSERT_FALSE(app.empty());
+
+  // The directory of `pid`'s cgroup holding `controller` (v1 or v2).
+  auto cgroup_dir = [](pid_t pid, const std::string& controller) -> std::string {
+    const bool v2 = fs::exists("/sys/fs/cgroup/cgroup.controllers");
+    std::istringstream in(ReadText("/proc/" + std::to_string(pid) + "/cgroup"));
+    for (std::string line; std::getline(in, line);) {
+      if (v2 && line.starts_with("0::")) return "/sys/fs/cgroup" + line.substr(3);
+      // v1: "<n>:cpu:<path>" or "<n>:cpu,cpuacct:<path>", mounted at
+      // /sys/fs/cgroup/<controllers> (and /sys/fs/cgroup/cpu on most hosts).
+      const size_t a = line.find(':'), b = line.find(':', a + 1);
+      if (v2 || a == std::string::npos || b == std::string::npos) continue;
+      const std::string controllers = line.substr(a + 1, b - a - 1);
+      std::istringstream names(controllers);
+      for (std::string name; std::getline(names, name, ',');) {
+        if (name != controller) continue;
+        const std::string joint = "/sys/fs/cgroup/" + controllers + line.substr(b + 1);
+        return fs::exists(joint) ? joint : "/sys/fs/cgroup/" + controller + line.substr(b + 1);
+      }
+    }
+    return "";
+  };
+  auto first_word = [](const std::string& text) {
+    std::istringstream in(text);
+    std::string w;
+    in >> w;
+    return w;
+  };
+
+  struct Step {
+    int64_t memory;
+    int64_t quota;
+  };
+  // 256 MiB / 1.5 CPU at start (PodConfig): up to 384 MiB / 2 CPU, down to
+  // 128 MiB / 0.5 CPU.
+  for (const Step step : {Step{384ll << 20, 200000}, Step{128ll << 20, 50000}}) {
+    const json resources = {
+        {"cpu_period", 100000}, {"cpu_quota", step.quota}, {"memory_limit_in_bytes", step.memory}};
+    CriReply sandbox = cri_->Call("UpdatePodSandboxResources",
+                                  {{"pod_sandbox_id", pod}, {"resources", resources}});
+    EXPECT_TRUE(sandbox.ok) << sandbox.error;
+    CriReply update =
+        cri_->Call("UpdateContainerResources", {{"container_id", app}, {"linux", resources}});
+    if (runsc) {
+      ASSERT_FALSE(update.ok);
+      EXPECT_NE(update.error.find("runsc"), std::string::npos) << update.error;
+      break;
+    }
+    ASSERT_TRUE(update.ok) << update.error << "\n" << containerd_->LogTail();
+    const pid_t pid = TaskPid(app);
+    ASSERT_GT(pid, 0);
+    const std::string memory = cgroup_dir(pid, "memory");
+    const std::string cpu = cgroup_dir(pid, "cpu");
+    ASSERT_FALSE(memory.empty());
+    ASSERT_FALSE(cpu.empty());
+    std::string seen_memory, seen_quota;
+    if (fs::exists(memory + "/memory.max")) {
+      EXPECT_EQ(first_word(ReadText(memory + "/memory.max")), std::to_string(step.memory));
+      EXPECT_EQ(first_word(ReadText(cpu + "/cpu.max")), std::to_string(step.quota));
+    } else {
+      EXPECT_EQ(first_word(ReadText(memory + "/memory.limit_in_bytes")),
+                std::to_string(step.memory));
+      EXPECT_EQ(first_word(ReadText(cpu + "/cpu.cfs_quota_us")), std::to_string(step.quota));
+    }
+    // What the container itself reads.
+    CriReply exec = cri_->Call("ExecSync", {{"container_id", app},
+                                            {"cmd",
+                                             {"sh", "-c",
+                                              "cat /sys/fs/cgroup/memory.max 2>/dev/null || "
+                                              "cat /sys/fs/cgroup/memory/memory.limit_in_bytes"}},
+                                            {"timeout", 30}});
+    ASSERT_TRUE(exec.ok) << exec.error;
+    EXPECT_EQ(first_word(DecodeBase64(exec.body.value("stdout", ""))), std::to_string(step.memory));
+  }
+  RemovePodAndCheckNothingLeft(pod);
+}
 
 // A pod with one process namespace (shareProcessNamespace) whose app forks
 // workers: when the app's init is killed the workers, in the pod's pid
@@ -499,7 +684,7 @@ TEST_F(CriTest, PauseSpecMatchesContainerds) {
   ASSERT_TRUE(theirs.has_value()) << theirs.status().ToString();
 
   std::string error;
-  runtime::v1::PodSandboxConfig proto;
+  ::runtime::v1::PodSandboxConfig proto;
   ASSERT_TRUE(proto.ParseFromString(EncodeCriMessage("PodSandboxConfig", pod_config, &error)))
       << error;
   CriReply image = cri_->Call(

@@ -1,11 +1,11 @@
-// VM pods through CRI: the CRI plugin of containerd 1.6.20 and of 2.1.5
+// VM pods through CRI: the CRI plugin of containerd 1.6.20 and of 2.x
 // (sandboxer podsandbox: the pause container is a task; the Sandbox API's
 // "shim" sandboxer is in sandbox_api_test) with the runtime handler
 // "hull-vm", a hull config with runtime = "vm" (docs/vm.md). The pod is one
 // QEMU micro-VM under TCG, sized at boot from linux.resources, holding the
 // pause container and the pod's containers. One guest at a time
 // (RESOURCE_LOCK hull_agent_vm and hull_containerd); skips, saying why,
-// without root, QEMU, the guest image or (2.1.5) containerd 2.x.
+// without root, QEMU, the guest image or containerd 2.x.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -133,7 +133,7 @@ class ClientNamespace {
   std::string name_, veth_, error_;
 };
 
-// Which containerd runs the pods: Debian's 1.6.20, or the harness's 2.1.5.
+// Which containerd runs the pods: Debian's 1.6.20, or the harness's 2.x (2.3.4 by default).
 struct Containerd {
   const char* name;
   bool v2;
@@ -426,6 +426,43 @@ TEST_P(CriVmPodTest, SizedVmPodRunsTwoContainersInOneGuest) {
   ASSERT_TRUE(list.ok) << list.error;
   EXPECT_EQ(list.body["stats"].size(), 2u) << list.body.dump();
 
+  // In-place resize with the kubelet's sequence (docs/vm.md, "Resize"):
+  // down to 128 MiB and 1 CPU, up to the 256 MiB the VM holds for the pod's
+  // containers, both applied to the container's cgroup in the guest
+  // (/sys/fs/cgroup/hull/<id>); then 512 MiB, beyond the VM's 376 MiB:
+  // refused naming both sizes, the guest's limit and the container
+  // unchanged. containerd 1.6 has no UpdatePodSandboxResources.
+  auto guest_limits = [&] {
+    CriReply r = Exec(c1, {"cat", "/sys/fs/cgroup/hull/" + c1 + "/memory.max",
+                           "/sys/fs/cgroup/hull/" + c1 + "/cpu.max"});
+    EXPECT_TRUE(r.ok) << r.error;
+    return DecodeBase64(r.body.value("stdout", ""));
+  };
+  auto resize = [&](int64_t memory, int64_t quota) {
+    const json resources = {
+        {"cpu_period", 100000}, {"cpu_quota", quota}, {"memory_limit_in_bytes", memory}};
+    if (GetParam().v2) {
+      CriReply sandbox = cri_->Call("UpdatePodSandboxResources",
+                                    {{"pod_sandbox_id", pod}, {"resources", resources}});
+      EXPECT_TRUE(sandbox.ok) << sandbox.error;
+    }
+    return cri_->Call("UpdateContainerResources", {{"container_id", c1}, {"linux", resources}});
+  };
+  CriReply down = resize(128ll << 20, 100000);
+  ASSERT_TRUE(down.ok) << down.error;
+  EXPECT_EQ(guest_limits(), std::to_string(128 << 20) + "\n100000 100000\n");
+  CriReply up = resize(256ll << 20, 200000);
+  ASSERT_TRUE(up.ok) << up.error;
+  EXPECT_EQ(guest_limits(), std::to_string(256 << 20) + "\n200000 100000\n");
+  CriReply beyond = resize(512ll << 20, 200000);
+  ASSERT_FALSE(beyond.ok);
+  EXPECT_NE(beyond.error.find("a memory limit of 512 MiB does not fit the pod's VM, booted with "
+                              "376 MiB of RAM of which 256 MiB are for the pod's containers"),
+            std::string::npos)
+      << beyond.error;
+  EXPECT_EQ(guest_limits(), std::to_string(256 << 20) + "\n200000 100000\n");
+  EXPECT_EQ(ContainerState(c1).first, "CONTAINER_RUNNING");
+
   // CRI's log path has each container's output, in CRI's log format
   // ("<time> stdout F one-out").
   const std::string log_dir = containerd_->dir() + "/pods/vmpod/";
@@ -474,6 +511,39 @@ TEST_P(CriVmPodTest, QemuKillExitsContainersWith137AndPodIsRemovedCleanly) {
         return status.ok && status.body["status"].value("state", "") == "SANDBOX_NOTREADY";
       },
       60s));
+  RemovePodAndCheckNothingLeft(pod, socket);
+}
+
+// StopContainer with a grace period, as kubelet sends it: the stop signal
+// (SIGTERM) reaches the container's init; one that exits on it reports its
+// own status (7), one that ignores it is killed with SIGKILL when the grace
+// period ends (137). Both are EXITED when the call returns.
+TEST_P(CriVmPodTest, StopContainerSignalsThenKillsAfterTheGracePeriod) {
+  const json pod_config = PodConfig("vmstop");
+  const std::string pod = RunPod(pod_config);
+  ASSERT_FALSE(pod.empty());
+  const std::string socket = ShimSocket(pod);
+  json term = {{"metadata", {{"name", "term"}}},
+               {"image", {{"image", kBusybox}}},
+               {"command", {"sh", "-c", "trap 'exit 7' TERM; while true; do sleep 1; done"}},
+               {"linux", json::object()}};
+  CriReply created = cri_->RunContainer(pod, pod_config, term);
+  ASSERT_TRUE(created.ok) << created.error << "\n" << containerd_->LogTail();
+  const std::string traps = created.body.value("container_id", "");
+  json ignore = term;
+  ignore["metadata"]["name"] = "ignores";
+  ignore["command"] = {"sh", "-c", "trap '' TERM; exec sleep 3600"};
+  created = cri_->RunContainer(pod, pod_config, ignore);
+  ASSERT_TRUE(created.ok) << created.error << "\n" << containerd_->LogTail();
+  const std::string ignores = created.body.value("container_id", "");
+
+  for (const auto& [id, status] : {std::pair{traps, 7}, std::pair{ignores, 137}}) {
+    CriReply stop =
+        cri_->Call("StopContainer", {{"container_id", id}, {"timeout", 3}}, kCriTimeout);
+    ASSERT_TRUE(stop.ok) << id << ": " << stop.error << "\n" << containerd_->LogTail(100);
+    EXPECT_EQ(ContainerState(id).first, "CONTAINER_EXITED") << id;
+    EXPECT_EQ(ContainerState(id).second, status) << id;
+  }
   RemovePodAndCheckNothingLeft(pod, socket);
 }
 
@@ -636,6 +706,28 @@ TEST_P(CriVmPodTest, HostNetworkPodIsRefused) {
   EXPECT_TRUE(list.body.value("items", json::array()).empty()) << list.body.dump();
   std::vector<std::string> cgroups = CgroupsUnder(cgroup_parent_);
   EXPECT_TRUE(cgroups.empty()) << "left: " << cgroups.front();
+}
+
+// hostPID and hostIPC cannot be given to a VM pod either (issue 23: they
+// were ignored, the containers saw the guest's namespaces): RunPodSandbox
+// fails with InvalidArgument naming what was asked, before any QEMU starts.
+TEST_P(CriVmPodTest, HostPidAndHostIpcPodsAreRefused) {
+  for (const auto& [ns, field] : {std::pair{"pid", "hostPID"}, std::pair{"ipc", "hostIPC"}}) {
+    json pod_config = PodConfig(std::string("vmhost") + ns);
+    pod_config["linux"]["security_context"]["namespace_options"][ns] = "NODE";
+    const std::vector<std::string> runs_before = VmRunDirs();
+    CriReply r = cri_->Call("RunPodSandbox",
+                            {{"config", pod_config}, {"runtime_handler", "hull-vm"}}, kCriTimeout);
+    ASSERT_FALSE(r.ok) << field;
+    EXPECT_EQ(r.error.rfind("INVALID_ARGUMENT:", 0), 0u) << r.error;
+    EXPECT_NE(r.error.find(field), std::string::npos) << r.error;
+    EXPECT_EQ(VmRunDirs(), runs_before);
+  }
+  EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 60s));
+  EXPECT_EQ(MountsUnder(containerd_->dir()), std::vector<std::string>{});
+  CriReply list = cri_->Call("ListPodSandbox");
+  ASSERT_TRUE(list.ok) << list.error;
+  EXPECT_TRUE(list.body.value("items", json::array()).empty()) << list.body.dump();
 }
 
 // The guest's memory cost, for [sizing] overhead_memory_mib (docs/vm.md,
@@ -860,7 +952,7 @@ TEST_P(CriVmPodTest, ADamagedTemplateEndsInAColdBootThatWorks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Containerd, CriVmPodTest,
-                         ::testing::Values(Containerd{"v1_6", false}, Containerd{"v2_1", true}),
+                         ::testing::Values(Containerd{"v1_6", false}, Containerd{"v2", true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

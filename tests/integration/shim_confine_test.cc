@@ -146,5 +146,76 @@ TEST_P(HullConfinedTest, ContainerWithASeccompProfileHasIt) {
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, HullConfinedTest, ::testing::Values("runc", "crun", "runsc"));
 
+// [security] where operators configure a runtime handler (issue 26, 5): the
+// handler's own file, ctr's --runtime-config-path or a CRI handler's
+// ConfigPath. The servers' config file (HULL_CONFIG) does not confine them
+// here. Runtime-independent: runc only.
+class HullHandlerSecurityTest : public HullCtrTest {
+ protected:
+  void SetUp() override {
+    const char* confine = std::getenv("HULL_TEST_CONFINE");
+    if (confine != nullptr && std::string_view(confine) == "1") {
+      GTEST_SKIP() << "HULL_TEST_CONFINE=1 confines every server through HULL_CONFIG";
+    }
+    HullCtrTest::SetUp();
+  }
+
+  std::string ContainerdLog() const {
+    std::ifstream in(containerd_->log_path());
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  }
+};
+
+// The handler's file confines the server: it was silently ignored (the
+// server read [security] from HULL_CONFIG only: every capability and
+// `Seccomp: 0`).
+TEST_P(HullHandlerSecurityTest, HandlerFileConfinesTheServer) {
+  std::ofstream(config_) << ConfigText() << "[security]\nconfine = true\n";
+  CommandResult r = Run({"-d"}, "t1", {"sleep", "1000"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  std::vector<pid_t> shims = Shims();
+  ASSERT_EQ(shims.size(), 1u) << DescribeShims();
+  std::string server = ProcStatus(shims[0]);
+  EXPECT_EQ(Field(server, "Seccomp"), "2") << server;
+  EXPECT_EQ(Field(server, "NoNewPrivs"), "1") << server;
+  EXPECT_EQ(Hex(Field(server, "CapEff")), kServerCaps) << server;
+  RemoveContainer("t1");
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 20s)) << DescribeShims();
+}
+
+// A container of a pod whose server runs unconfined, whose own handler file
+// asks for confinement, is refused, and the log names the file and the key:
+// the server's settings are fixed when it starts.
+TEST_P(HullHandlerSecurityTest, ContainerAskingAnUnconfinedServerToConfineIsRefused) {
+  CommandResult r = Run({"-d", "--annotation", "io.kubernetes.cri.container-type=sandbox",
+                         "--annotation", "io.kubernetes.cri.sandbox-id=p1"},
+                        "p1", {"sleep", "1000"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  const std::string confined = containerd_->dir() + "/hull-confined.toml";
+  std::ofstream(confined) << ConfigText() << "[security]\nconfine = true\n";
+  r = containerd_->Ctr({"run", "-d", "--runtime", kHull, "--runtime-config-path", confined,
+                        "--annotation", "io.kubernetes.cri.container-type=container",
+                        "--annotation", "io.kubernetes.cri.sandbox-id=p1", kBusybox, "c1", "sleep",
+                        "1000"});
+  EXPECT_FALSE(r.ok()) << r.Describe();
+  // ctr 1.6 prints the code of containerd's error.
+  EXPECT_NE((r.out + r.err).find("failed precondition"), std::string::npos) << r.Describe();
+  std::vector<pid_t> shims = Shims();
+  ASSERT_EQ(shims.size(), 1u) << DescribeShims();
+  EXPECT_EQ(Field(ProcStatus(shims[0]), "Seccomp"), "0");
+  std::string log = ContainerdLog();
+  size_t line = log.find("key security.confine = true is not applied");
+  ASSERT_NE(line, std::string::npos) << containerd_->LogTail(40);
+  size_t begin = log.rfind('\n', line);
+  std::string text = log.substr(begin + 1, log.find('\n', line) - begin - 1);
+  EXPECT_NE(text.find(confined), std::string::npos) << text;
+  Ctr({"task", "rm", "c1"});
+  Ctr({"container", "rm", "c1"});
+  RemoveContainer("p1");
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 20s)) << DescribeShims();
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtimes, HullHandlerSecurityTest, ::testing::Values("runc"));
+
 }  // namespace
 }  // namespace hull::itest

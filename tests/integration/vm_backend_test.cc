@@ -180,6 +180,26 @@ TEST_P(VmBackendTest, StdinFileAndBinaryLogsReachTheGuest) {
   EXPECT_TRUE(WaitUntil([&] { return Shims().empty() && Qemus().empty(); }, 30s));
 }
 
+// `ctr run --rootfs DIR` (issue 23): the spec's root.path is DIR and
+// containerd passes no rootfs mounts; DIR itself reaches the guest, as it
+// does for runc (it failed: the guest's crun found no /bin/sh).
+TEST_P(VmBackendTest, RootPathWithoutRootfsMountsRunsInTheGuest) {
+  const std::string rootfs = containerd_->dir() + "/plain-rootfs";
+  for (const char* dir : {"/bin", "/proc", "/sys", "/dev", "/tmp", "/etc"}) {
+    fs::create_directories(rootfs + dir);
+  }
+  fs::copy_file("/bin/busybox", rootfs + "/bin/busybox");
+  fs::create_symlink("busybox", rootfs + "/bin/sh");
+  CommandResult r =
+      containerd_->Ctr({"run", "--rm", "--rootfs", "--runtime", kHull, "--runtime-config-path",
+                        config_, rootfs, "t1", "/bin/sh", "-c", "echo hi from $(cat /proc/1/comm)"},
+                       "default", kVmTimeout);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_EQ(r.out, "hi from sh\n");
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty() && Qemus().empty(); }, 30s));
+  EXPECT_TRUE(RunDirs().empty());
+}
+
 // 64 MiB asked for in a container limited to 32 MiB (the guest's cgroup
 // v2): the agent reports the OOM kill, and TaskOOM comes before TaskExit.
 TEST_P(VmBackendTest, OomKillInTheGuestIsPublishedBeforeTheExit) {

@@ -13,7 +13,7 @@
 
 #include "base/event_loop.h"
 #include "base/unique_fd.h"
-#include "shim/backend/backend.h"
+#include "shim/backend/make_backend.h"
 #include "shim/backend/vm/agent_client.h"
 
 namespace hull::shim::vm {

@@ -240,6 +240,24 @@ PodNetworkSpec ReadPodNetworkSpec(const oci::Spec& spec) {
   return out;
 }
 
+Status RefuseHostNamespaces(const oci::Spec& spec) {
+  bool pid = false, ipc = false;
+  for (const oci::Namespace& ns : spec.Namespaces()) {
+    pid = pid || ns.type == "pid";
+    ipc = ipc || ns.type == "ipc";
+  }
+  std::string asked;
+  if (!pid) asked = "the host's PID namespace (hostPID: true)";
+  if (!ipc) {
+    if (!asked.empty()) asked += " and ";
+    asked += "the host's IPC namespace (hostIPC: true)";
+  }
+  if (asked.empty()) return Status::Ok();
+  return InvalidArgumentError("the vm backend cannot run a pod in " + asked +
+                              ": the pod's processes run under the guest's own kernel, which "
+                              "shares no namespace with the host");
+}
+
 Result<PodNic> WirePodNetwork(const std::string& netns_path) {
   PodNic nic;
   std::optional<netlink::Socket> nl;

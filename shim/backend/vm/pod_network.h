@@ -36,6 +36,12 @@ struct PodNetworkSpec {
 };
 PodNetworkSpec ReadPodNetworkSpec(const oci::Spec& spec);
 
+// InvalidArgument, naming what was asked, when the pod's spec joins the
+// host's PID or IPC namespace (hostPID, hostIPC: the spec has no pid or ipc
+// namespace): the pod's processes run under the guest's own kernel, which
+// shares no namespace with the host's (docs/vm.md, "What it cannot do").
+Status RefuseHostNamespaces(const oci::Spec& spec);
+
 struct PodNic {
   UniqueFd tap;  // for QEMU (`-netdev tap,fd=`)
   std::string mac;

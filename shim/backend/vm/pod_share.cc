@@ -46,7 +46,33 @@ Status Bind(const std::string& source, const std::string& target) {
   return Status::Ok();
 }
 
+// The propagation a bind mount asks for beyond private: "" when none.
+std::string SharedPropagation(const nlohmann::ordered_json& mount) {
+  auto options = mount.find("options");
+  if (options == mount.end() || !options->is_array()) return "";
+  for (const auto& o : *options) {
+    if (o.is_string() && (o == "shared" || o == "rshared" || o == "slave" || o == "rslave")) {
+      return o.get<std::string>();
+    }
+  }
+  return "";
+}
+
 }  // namespace
+
+Result<std::string> HostRootfs(const std::string& bundle, const std::string& host_spec_json) {
+  auto spec = nlohmann::ordered_json::parse(host_spec_json, nullptr, false);
+  if (spec.is_discarded() || !spec.is_object()) {
+    return InvalidArgumentError("config.json is not a JSON object");
+  }
+  auto root = spec.find("root");
+  if (root == spec.end() || !root->is_object() || !root->contains("path") ||
+      !(*root)["path"].is_string() || (*root)["path"].get<std::string>().empty()) {
+    return InvalidArgumentError("config.json has no root.path");
+  }
+  const std::string path = (*root)["path"].get<std::string>();
+  return path[0] == '/' ? path : bundle + "/" + path;
+}
 
 Result<std::string> GuestSpecJson(const std::string& host_spec_json, const std::string& guest_dir,
                                   std::vector<std::string>* binds) {
@@ -67,6 +93,15 @@ Result<std::string> GuestSpecJson(const std::string& host_spec_json, const std::
       if (source == mount.end() || !source->is_string()) continue;
       std::string host = source->get<std::string>();
       if (host.empty() || host[0] != '/') continue;
+      if (std::string propagation = SharedPropagation(mount); !propagation.empty()) {
+        // docs/vm.md, "Mount propagation": the guest sees host directories
+        // through 9p, which carries files, not mount events.
+        return InvalidArgumentError(
+            "the vm backend cannot propagate mounts between the host and a container: volume " +
+            mount.value("destination", host) + " asks for " + propagation +
+            " (mountPropagation HostToContainer or Bidirectional); the pod's guest sees host "
+            "directories through 9p, which carries no mount events");
+      }
       *source = guest_dir + "/mounts/" + std::to_string(binds->size());
       binds->push_back(std::move(host));
     }

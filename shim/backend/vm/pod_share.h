@@ -18,10 +18,16 @@ struct GuestContainer {
   std::string spec_json;  // root.path "rootfs", bind sources in the share
 };
 
+// The container's root filesystem on the host: the spec's root.path, taken
+// relative to `bundle` unless absolute (`ctr run --rootfs DIR` gives DIR and
+// no rootfs mounts). InvalidArgument for a spec without root.path.
+Result<std::string> HostRootfs(const std::string& bundle, const std::string& host_spec_json);
+
 // The spec of `host_spec_json` with root.path set to "rootfs" (relative to
 // the guest bundle) and each bind mount's source replaced by
 // `<guest_dir>/mounts/<n>`; `binds` gets the host sources in that order.
-// InvalidArgument for a spec that is not a JSON object with root.path.
+// InvalidArgument for a spec that is not a JSON object with root.path, and
+// for a bind mount with shared or slave propagation (9p carries no mounts).
 Result<std::string> GuestSpecJson(const std::string& host_spec_json, const std::string& guest_dir,
                                   std::vector<std::string>* binds);
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "shim/backend/vm/vm_options.h"
+#include "shim/config/vm_options.h"
 
 namespace hull::shim::vm {
 

@@ -85,7 +85,9 @@ void VmBackend::Create(const CreateRequest& req, Done done) {
   }
   auto spec = ReadFile(req.bundle + "/config.json");
   if (!spec) return Post(std::move(done), spec.error().WithContext("create " + req.id));
-  Result<GuestContainer> guest = share_->AddContainer(req.id, req.bundle + "/rootfs", *spec);
+  Result<std::string> rootfs = HostRootfs(req.bundle, *spec);
+  if (!rootfs) return Post(std::move(done), rootfs.error().WithContext("create " + req.id));
+  Result<GuestContainer> guest = share_->AddContainer(req.id, *rootfs, *spec);
   if (!guest) return Post(std::move(done), guest.error().WithContext("create " + req.id));
   const bool terminal = !req.stdio.console_socket.empty();
 
@@ -226,6 +228,11 @@ void VmBackend::Resume(const std::string& id, Done done) {
 
 void VmBackend::Update(const std::string& id, const std::string& resources_json, Done done) {
   if (!agent_) return Post(std::move(done), FailedPreconditionError("the pod's VM is not running"));
+  // Beyond what the VM booted with: refused before the guest changes.
+  if (Status fits = CheckResizeFits(id, resources_json, capacity_); !fits.ok()) {
+    log_.Warn("pod {}: {}", sandbox_id_, fits.message());
+    return Post(std::move(done), std::move(fits));
+  }
   pb::UpdateContainerRequest req;
   req.set_container_id(id);
   req.set_resources_json(resources_json);
@@ -325,7 +332,9 @@ void VmBackend::PollOom() {
         }
         auto it = containers_.find(r->container_id());
         if (it != containers_.end()) {
-          ++it->second.oom_kills;
+          // An old agent sends no count: one more kill.
+          const uint64_t count = r->oom_kills() > 0 ? r->oom_kills() : it->second.oom_kills + 1;
+          it->second.oom_kills = std::max(it->second.oom_kills, count);
           if (it->second.on_oom) it->second.on_oom();
         }
         PollOom();
@@ -378,7 +387,14 @@ void VmBackend::Wait(const std::string& id, const std::string& exec_id, uint64_t
       [this, alive, id, exec_id, generation, on_exit, current,
        report](Result<pb::WaitProcessResponse> r) {
         if (alive.expired() || !current()) return;
-        if (r) return report(static_cast<int>(r->exit_status()));
+        if (r) {
+          // The OOM kills counted at the init's exit: the ExitTracker reads
+          // them (OomKillCount) before it publishes the exit.
+          if (auto it = containers_.find(id); it != containers_.end() && exec_id.empty()) {
+            it->second.oom_kills = std::max(it->second.oom_kills, r->oom_kills());
+          }
+          return report(static_cast<int>(r->exit_status()));
+        }
         if (r.error().code() == Code::kDeadlineExceeded) {
           return Wait(id, exec_id, generation, on_exit);
         }

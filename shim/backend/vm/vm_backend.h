@@ -19,12 +19,13 @@
 
 #include "base/event_loop.h"
 #include "base/reaper.h"
-#include "shim/backend/backend.h"
+#include "shim/backend/make_backend.h"
 #include "shim/backend/vm/agent_client.h"
 #include "shim/backend/vm/guest_stdio.h"
 #include "shim/backend/vm/pod_network.h"
 #include "shim/backend/vm/pod_share.h"
 #include "shim/backend/vm/qemu_command.h"
+#include "shim/backend/vm/vm_resize.h"
 #include "shim/backend/vm/vm_template.h"
 
 namespace hull::shim::vm {
@@ -80,7 +81,6 @@ class VmBackend final : public Backend {
                   Done done) override;
   void ResizeTerminal(const std::string& id, const std::string& exec_id, uint32_t width,
                       uint32_t height) override;
-  bool Serves(const RuntimeOptions& other) const override { return other == options_; }
   std::string name() const override { return "vm"; }
 
  private:
@@ -110,7 +110,7 @@ class VmBackend final : public Backend {
   void WaitCloneRestored(std::shared_ptr<Boot> boot);
   void CloneFailed(std::shared_ptr<Boot> boot, const Status& status);
   void Connect(std::shared_ptr<Boot> boot);
-  void JoinPodCgroupV1(const std::optional<oci::Spec>& spec);
+  void JoinPodCgroupV1(const std::optional<std::string>& pod);
   void SayHello(std::shared_ptr<Boot> boot);
   void FailBoot(std::shared_ptr<Boot> boot, Status status);
   // The tap and redirection in the pod's namespace (pod_network.h), and
@@ -152,6 +152,7 @@ class VmBackend final : public Backend {
   std::string netns_path_;  // the wired pod network namespace, if any
   pid_t qemu_pid_ = 0;
   pid_t template_pid_ = 0;  // a template VM being built for this pod's shape
+  VmCapacity capacity_;  // what the VM booted with: Update's bound
   std::vector<std::function<void()>> on_qemu_exit_;
   std::function<void(int)> on_sandbox_exit_;  // StartSandbox's
   std::shared_ptr<AgentClient> agent_;

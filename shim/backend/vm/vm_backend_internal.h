@@ -41,7 +41,9 @@ struct VmBackend::Boot {
   std::string hostname;
   GuestAssets assets;
   PodNetworkSpec net;
-  std::optional<oci::Spec> spec;
+  // The pod cgroup QEMU joins on a v1 host (SandboxRequest's).
+  std::optional<std::string> pod_cgroup;
+  uint64_t container_memory_mib = 0;  // the pod's containers' sum, for Update's bound
   // What the guest's eth0 gets (CreateSandbox); interfaces empty: no NIC.
   ::hull::agent::v1::Network network;
   EventLoop::Clock::time_point requested;  // PrepareSandbox called

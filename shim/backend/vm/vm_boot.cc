@@ -18,7 +18,6 @@
 #include "shim/backend/vm/vm_backend.h"
 #include "shim/backend/vm/vm_backend_internal.h"
 #include "shim/mount/mount.h"
-#include "shim/pod/pod_cgroup.h"
 
 namespace hull::shim::vm {
 
@@ -39,25 +38,8 @@ Status MakeDirs(const std::string& path, mode_t mode) {
   return Status::Ok();
 }
 
-// The pod's spec: the Sandbox API's, or the pause container's config.json.
-std::optional<oci::Spec> PodSpecOf(const SandboxRequest& req) {
-  if (req.spec) return req.spec;
-  Result<oci::Spec> spec = oci::Spec::Load(req.bundle + "/config.json");
-  if (!spec) return std::nullopt;
-  return std::move(*spec);
-}
-
 // The largest resolv.conf passed to the guest.
 constexpr size_t kMaxResolvConf = 64 * 1024;
-
-// The pod cgroup of the pod's spec (docs/sizing.md); nullopt when the spec
-// names none or it has no parent.
-std::optional<std::string> PodCgroupOf(const std::optional<oci::Spec>& spec, bool systemd) {
-  if (!spec) return std::nullopt;
-  Result<std::optional<std::string>> pod = PodCgroupPath(spec->CgroupsPath(), systemd);
-  if (!pod || !*pod) return std::nullopt;
-  return **pod;
-}
 
 // The host's clock and random bytes for the guest (HelloRequest): a clone
 // must not go on with its template's.
@@ -117,15 +99,18 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
   boot->vcpus = req.size && req.size->vcpus > 0 ? req.size->vcpus : 1;
   boot->memory_mib = req.size && req.size->memory_mib > 0 ? req.size->memory_mib : 256;
   boot->timeout = std::chrono::milliseconds(options_.vm.agent_timeout_ms);
-  std::optional<oci::Spec> spec = PodSpecOf(req);
-  PodNetworkSpec net = spec ? ReadPodNetworkSpec(*spec) : PodNetworkSpec{};
-  if (spec) boot->hostname = spec->Hostname();
+  const oci::Spec& spec = req.spec;
+  PodNetworkSpec net = ReadPodNetworkSpec(spec);
+  boot->hostname = spec.Hostname();
   if (net.host_network) {
     // docs/vm.md, "Pod networking": the guest has a network stack of its own.
     return Post(std::move(boot->done),
                 InvalidArgumentError("the vm backend cannot run a pod on the host's network "
                                      "(hostNetwork: true, or a spec without a network "
                                      "namespace): the pod's VM has its own network stack"));
+  }
+  if (Status host = RefuseHostNamespaces(spec); !host.ok()) {
+    return Post(std::move(boot->done), host);
   }
 
   Result<GuestAssets> assets = ResolveGuestAssets(options_.vm, GuestAssetDirs(self_exe_));
@@ -148,7 +133,8 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
   if (::access(run_dir_.c_str(), F_OK) == 0) CleanUp();
   boot->assets = std::move(*assets);
   boot->net = std::move(net);
-  boot->spec = std::move(spec);
+  boot->pod_cgroup = req.pod_cgroup;
+  boot->container_memory_mib = req.size ? req.size->container_memory_mib : 0;
   if (options_.vm.templates) return BootFromTemplate(boot);
   StartPodVm(boot, std::nullopt);
 }
@@ -199,7 +185,10 @@ void VmBackend::StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> c
   if (*nic) (*nic)->tap.reset();
   if (!pid) return FailBoot(boot, pid.error().WithContext("start " + boot->assets.qemu));
   qemu_pid_ = *pid;
-  JoinPodCgroupV1(boot->spec);
+  capacity_ = VmCapacity{.vcpus = boot->vcpus,
+                         .memory_mib = boot->memory_mib,
+                         .container_memory_mib = boot->container_memory_mib};
+  JoinPodCgroupV1(boot->pod_cgroup);
   log_.Info("pod {}: QEMU pid {}: {} vCPUs, {} MiB, {} {}, {}, run directory {}", sandbox_id_,
             qemu_pid_, boot->vcpus, boot->memory_mib, options_.vm.machine, options_.vm.accel,
             clone ? "a clone of the template " + boot->clone_of->dir : std::string("cold boot"),
@@ -271,10 +260,9 @@ Result<std::optional<PodNic>> VmBackend::WireNetwork(const PodNetworkSpec& net, 
 // QEMU, the shim's child, is in the pod when [sizing] shim_in_pod_cgroup puts
 // the shim in <pod>/hull-shim. Moved right after its exec: what QEMU charged
 // before (its first milliseconds) stays where it was.
-void VmBackend::JoinPodCgroupV1(const std::optional<oci::Spec>& spec) {
+void VmBackend::JoinPodCgroupV1(const std::optional<std::string>& pod) {
   Result<cgroups::Host> host = cgroups::DetectHost();
   if (!host || host->mode == cgroups::Mode::kUnified) return;
-  std::optional<std::string> pod = PodCgroupOf(spec, options_.systemd_cgroup);
   if (!pod) return;
   Status moved = cgroups::MoveProcess(qemu_pid_, *pod);
   if (moved.ok()) {

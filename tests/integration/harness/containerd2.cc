@@ -20,11 +20,11 @@ bool HasBinaries(const std::string& dir) {
          ::access((dir + "/bin/ctr").c_str(), X_OK) == 0;
 }
 
-// Unpacks `tarball` into <build>/containerd-2.1.5 unless an unpacked copy at
+// Unpacks `tarball` into <build>/containerd-<version> unless an unpacked copy at
 // least as new is there. Unpacks beside it and renames, so a test killed
 // half-way leaves no half-filled directory behind.
-std::string Unpack(const std::string& tarball, std::string* why_not) {
-  const std::string dir = BinaryDir() + "/containerd-2.1.5";
+std::string Unpack(const std::string& tarball, const std::string& version, std::string* why_not) {
+  const std::string dir = BinaryDir() + "/containerd-" + version;
   std::error_code ec;
   if (HasBinaries(dir) &&
       fs::last_write_time(dir + "/bin/containerd", ec) >= fs::last_write_time(tarball, ec)) {
@@ -56,17 +56,30 @@ std::string Find(std::string* why_not) {
                " has no executable bin/containerd and bin/ctr";
     return "";
   }
-  const std::string tarball =
-      fs::path(SourceDir()).parent_path().string() + "/" + kContainerd2Tarball;
+  const std::string version = Containerd2Version();
+  if (version != "2.3.4" && version != "2.1.5") {
+    *why_not = std::string("containerd 2.x: $") + kContainerd2VersionEnv + "=" + version +
+               " is neither 2.3.4 nor 2.1.5";
+    return "";
+  }
+  const std::string tarball = fs::path(SourceDir()).parent_path().string() + "/" +
+                              (version == "2.1.5" ? kContainerd21Tarball : kContainerd23Tarball);
   if (::access(tarball.c_str(), R_OK) != 0) {
     *why_not = std::string("containerd 2.x tests skipped: no ") + tarball + " and no $" +
                kContainerd2DirEnv + " (docs/testing.md)";
     return "";
   }
-  return Unpack(tarball, why_not);
+  return Unpack(tarball, version, why_not);
 }
 
 }  // namespace
+
+std::string Containerd2Version() {
+  const char* v = std::getenv(kContainerd2VersionEnv);
+  if (v != nullptr && *v != '\0') return v;
+  const char* dir = std::getenv(kContainerd2DirEnv);
+  return dir != nullptr && *dir != '\0' ? "2.x" : "2.3.4";
+}
 
 std::string Containerd2Dir(std::string* why_not) {
   static std::string why;

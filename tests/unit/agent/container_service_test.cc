@@ -19,7 +19,7 @@
 #include <string>
 
 #include "hull/agent/v1/agent.pb.h"
-#include "tests/unit/shim/fake_backend.h"
+#include "tests/support/fake_backend.h"
 #include "ttrpc/client.h"
 #include "ttrpc/server.h"
 

@@ -59,7 +59,7 @@ class GuestStdioTest : public ::testing::Test {
     auto io = GuestStdio::Create(*loop_, stdio, "/nonexistent");
     ASSERT_TRUE(io.has_value()) << io.error().ToString();
     io_ = std::move(*io);
-    shim::ProcessStdio ends = io_->ForRuntime();
+    runtime::ProcessStdio ends = io_->ForRuntime();
     if (ends.stdin_fd >= 0) proc_in_.reset(::dup(ends.stdin_fd));
     if (ends.stdout_fd >= 0) proc_out_.reset(::dup(ends.stdout_fd));
     if (ends.stderr_fd >= 0) proc_err_.reset(::dup(ends.stderr_fd));

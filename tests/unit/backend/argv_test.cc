@@ -1,12 +1,17 @@
 // Every runtime command line, for both flavours, checked word for word.
-#include "shim/backend/oci_cli/argv.h"
+#include "runtime/oci_cli/argv.h"
 
 #include <gtest/gtest.h>
 
-#include "shim/backend/oci_cli/flavour.h"
+#include "runtime/oci_cli/flavour.h"
+#include "shim/backend/make_backend.h"
 
-namespace hull::shim::oci_cli {
+namespace hull::runtime::oci_cli {
 namespace {
+
+using shim::MakeRuntimeConfig;
+using shim::RuntimeOptions;
+using shim::RuntimeRoot;
 
 using A = Argv;
 
@@ -211,4 +216,4 @@ TEST(FlavourTest, ChosenByBasename) {
 }
 
 }  // namespace
-}  // namespace hull::shim::oci_cli
+}  // namespace hull::runtime::oci_cli

@@ -1,6 +1,6 @@
 // The features document hull builds for crun (which has no `crun features`),
 // and RuntimeFeatures against the installed runtimes.
-#include "shim/backend/oci_cli/features.h"
+#include "runtime/oci_cli/features.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,11 +9,15 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "shim/backend/backend.h"
+#include "runtime/backend.h"
+#include "shim/backend/make_backend.h"
 #include "tests/unit/backend/testdata.h"
 
-namespace hull::shim::oci_cli {
+namespace hull::runtime::oci_cli {
 namespace {
+
+using shim::RuntimeFeatures;
+using shim::RuntimeOptions;
 
 using nlohmann::json;
 
@@ -137,4 +141,4 @@ TEST(RuntimeFeaturesTest, UnknownBinaryIsNotFound) {
 }
 
 }  // namespace
-}  // namespace hull::shim::oci_cli
+}  // namespace hull::runtime::oci_cli

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "shim/backend/vm/pod_network.h"
 #include "shim/backend/vm/pod_share.h"
 
 namespace hull::shim::vm {
@@ -222,6 +223,59 @@ TEST(GuestSpecTest, RootAndBindSourcesPointIntoTheShare) {
 
   EXPECT_EQ(GuestSpecJson("[]", "/x", &binds).error().code(), Code::kInvalidArgument);
   EXPECT_EQ(GuestSpecJson("{}", "/x", &binds).error().code(), Code::kInvalidArgument);
+}
+
+// 9p carries no mount events: a bind that asks for shared or slave
+// propagation is refused, naming the volume; rprivate is fine.
+TEST(GuestSpecTest, SharedOrSlavePropagationIsRefused) {
+  for (const char* propagation : {"rshared", "rslave", "shared", "slave"}) {
+    nlohmann::json spec = {{"root", {{"path", "rootfs"}}},
+                           {"mounts",
+                            {{{"destination", "/data"},
+                              {"source", "/srv/data"},
+                              {"options", {"rbind", propagation}}}}}};
+    std::vector<std::string> binds;
+    auto guest = GuestSpecJson(spec.dump(), "/run/hull/pod/c1", &binds);
+    ASSERT_FALSE(guest) << propagation;
+    EXPECT_EQ(guest.error().code(), Code::kInvalidArgument);
+    EXPECT_NE(guest.error().message().find("/data"), std::string::npos) << guest.error().message();
+    EXPECT_NE(guest.error().message().find(propagation), std::string::npos);
+  }
+  nlohmann::json spec = {
+      {"root", {{"path", "rootfs"}}},
+      {"mounts",
+       {{{"destination", "/data"}, {"source", "/srv/data"}, {"options", {"rbind", "rprivate"}}}}}};
+  std::vector<std::string> binds;
+  EXPECT_TRUE(GuestSpecJson(spec.dump(), "/run/hull/pod/c1", &binds));
+}
+
+// The rootfs the guest gets: root.path under the bundle, or as given when
+// absolute (`ctr run --rootfs DIR`, no rootfs mounts).
+TEST(GuestSpecTest, HostRootfsIsTheSpecsRootPath) {
+  EXPECT_EQ(HostRootfs("/b", R"({"root":{"path":"rootfs"}})").value_or(""), "/b/rootfs");
+  EXPECT_EQ(HostRootfs("/b", R"({"root":{"path":"/srv/fs"}})").value_or(""), "/srv/fs");
+  EXPECT_EQ(HostRootfs("/b", R"({"root":{}})").error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(HostRootfs("/b", "[]").error().code(), Code::kInvalidArgument);
+}
+
+// A VM shares no namespace with the host: hostPID and hostIPC are refused,
+// naming what was asked.
+TEST(PodLimitsTest, HostPidAndIpcAreRefused) {
+  auto spec_with = [](std::vector<std::string> types) {
+    nlohmann::json namespaces = nlohmann::json::array();
+    for (const std::string& t : types) namespaces.push_back({{"type", t}});
+    return oci::Spec::Parse(
+               nlohmann::json{{"ociVersion", "1.1.0"}, {"linux", {{"namespaces", namespaces}}}}
+                   .dump())
+        .value();
+  };
+  EXPECT_TRUE(RefuseHostNamespaces(spec_with({"pid", "ipc", "network", "mount"})).ok());
+  Status pid = RefuseHostNamespaces(spec_with({"ipc", "network"}));
+  EXPECT_EQ(pid.code(), Code::kInvalidArgument);
+  EXPECT_NE(pid.message().find("hostPID"), std::string::npos) << pid.message();
+  Status ipc = RefuseHostNamespaces(spec_with({"pid", "network"}));
+  EXPECT_EQ(ipc.code(), Code::kInvalidArgument);
+  EXPECT_NE(ipc.message().find("hostIPC"), std::string::npos) << ipc.message();
 }
 
 }  // namespace

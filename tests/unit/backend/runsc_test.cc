@@ -10,16 +10,21 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "shim/backend/backend.h"
-#include "shim/backend/oci_cli/argv.h"
-#include "shim/backend/oci_cli/flavour.h"
-#include "shim/backend/oci_cli/runsc_events.h"
-#include "shim/backend/oci_cli/runsc_features.h"
-#include "shim/backend/oci_cli/runtime_error.h"
+#include "runtime/backend.h"
+#include "runtime/oci_cli/argv.h"
+#include "runtime/oci_cli/flavour.h"
+#include "runtime/oci_cli/runsc_events.h"
+#include "runtime/oci_cli/runsc_features.h"
+#include "runtime/oci_cli/runtime_error.h"
+#include "shim/backend/make_backend.h"
 #include "tests/unit/backend/testdata.h"
 
-namespace hull::shim::oci_cli {
+namespace hull::runtime::oci_cli {
 namespace {
+
+using shim::MakeRuntimeConfig;
+using shim::RuntimeFeatures;
+using shim::RuntimeOptions;
 
 using A = Argv;
 using nlohmann::json;
@@ -41,11 +46,20 @@ ArgvBuilder RunscBuilder(const RuntimeOptions& options = RunscOptions()) {
   return ArgvBuilder(FlavourFor(options.binary_name), MakeRuntimeConfig(options, "default", "/b"));
 }
 
-// Global flags in key order (std::map), after hull's own, before the command.
-const A kRunscGlobal = {"runsc",          "--root",           "/run/hull/runsc/default",
-                        "--log",          "/b/log.json",      "--log-format",
-                        "json",           "--debug=true",     "--debug-log=/var/log/runsc/",
-                        "--network=none", "--platform=ptrace"};
+// Global flags in key order (std::map), after hull's own (--oci-seccomp
+// always: runsc ignores a spec's seccomp without it), before the command.
+const A kRunscGlobal = {"runsc",
+                        "--root",
+                        "/run/hull/runsc/default",
+                        "--log",
+                        "/b/log.json",
+                        "--log-format",
+                        "json",
+                        "--oci-seccomp",
+                        "--debug=true",
+                        "--debug-log=/var/log/runsc/",
+                        "--network=none",
+                        "--platform=ptrace"};
 
 A G(std::initializer_list<std::string> rest) {
   A out = kRunscGlobal;
@@ -73,8 +87,11 @@ TEST(RunscArgvTest, ConfigFlagsComeBeforeEverySubcommand) {
   EXPECT_EQ(b.Ps("c1"), G({"ps", "--format", "json", "c1"}));
   ExecRequest exec{
       .id = "c1", .exec_id = "e1", .process_json = "/b/e1.json", .pid_file = "/b/e1.pid"};
-  EXPECT_EQ(b.Exec(exec),
-            G({"exec", "--process", "/b/e1.json", "--detach", "--pid-file", "/b/e1.pid", "c1"}));
+  // The exec's pid in the sandbox, for its signals: killing the host-side
+  // `runsc exec` would leave the process running.
+  EXPECT_EQ(b.Exec(exec), G({"exec", "--process", "/b/e1.json", "--detach", "--pid-file",
+                             "/b/e1.pid", "--internal-pid-file", "/b/e1.pid.internal", "c1"}));
+  EXPECT_EQ(b.KillProcess("c1", 7, 9), G({"kill", "--pid", "7", "c1", "9"}));
 }
 
 TEST(RunscArgvTest, RunscOnlyCommands) {
@@ -97,7 +114,7 @@ TEST(RunscArgvTest, WithoutConfigFlagsOnlyHullsGlobals) {
   RuntimeOptions options{.binary_name = "runsc"};
   EXPECT_EQ(RunscBuilder(options).Start("c1"),
             (A{"runsc", "--root", "/run/containerd/runsc/default", "--log", "/b/log.json",
-               "--log-format", "json", "start", "c1"}));
+               "--log-format", "json", "--oci-seccomp", "start", "c1"}));
 }
 
 TEST(RunscArgvTest, ConfigFlagsReachRuncToo) {
@@ -276,4 +293,4 @@ TEST(RunscFeaturesTest, InstalledRunscGetsOneBuiltByHull) {
 }
 
 }  // namespace
-}  // namespace hull::shim::oci_cli
+}  // namespace hull::runtime::oci_cli

@@ -1,6 +1,6 @@
 // Error extraction and mapping, on log.json files the real runtimes wrote
 // (testdata/: runc 1.1.5 and crun 1.8.1, captured on the build host).
-#include "shim/backend/oci_cli/runtime_error.h"
+#include "runtime/oci_cli/runtime_error.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace hull::shim::oci_cli {
+namespace hull::runtime::oci_cli {
 namespace {
 
 std::string ReadTestdata(const std::string& name) {
@@ -161,4 +161,4 @@ TEST_F(LogCursorTest, ReplacedLogIsReadFromTheStart) {
 }
 
 }  // namespace
-}  // namespace hull::shim::oci_cli
+}  // namespace hull::runtime::oci_cli

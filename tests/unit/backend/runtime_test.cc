@@ -28,11 +28,15 @@
 #include "google/protobuf/any.pb.h"
 #include "io/containerd/cgroups/v1/metrics.pb.h"
 #include "io/containerd/cgroups/v2/metrics.pb.h"
-#include "shim/backend/backend.h"
-#include "shim/backend/oci_cli/run_blocking.h"
+#include "runtime/backend.h"
+#include "runtime/oci_cli/run_blocking.h"
+#include "shim/backend/make_backend.h"
+#include "tests/support/temp_dir.h"
 
 namespace hull::shim {
 namespace {
+
+namespace oci_cli = runtime::oci_cli;
 
 using namespace std::chrono_literals;
 using nlohmann::json;
@@ -106,6 +110,7 @@ struct Container {
 
 class RuntimeTest : public ::testing::TestWithParam<const char*> {
  protected:
+  hull::testing::TempDir tmp_{"hull-backend"};  // dir_ lives in it
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "running containers needs root";
     binary_ = GetParam();
@@ -121,9 +126,8 @@ class RuntimeTest : public ::testing::TestWithParam<const char*> {
     ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
     loop_ = std::move(*EventLoop::Create());
     reaper_ = std::move(*Reaper::Create(*loop_));
-    char tmpl[] = "/tmp/hull-backend-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(tmp_.ok());
+    dir_ = tmp_.path();
     options_ = RuntimeOptions{.binary_name = binary_, .root = dir_ + "/root"};
   }
 

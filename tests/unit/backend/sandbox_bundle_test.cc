@@ -1,7 +1,7 @@
 // The runsc sandbox container's bundle for the Sandbox API (sandbox_bundle.h):
 // what its spec keeps and drops of the pod's, and the files written, in a
 // temporary directory. No runtime runs.
-#include "shim/backend/oci_cli/sandbox_bundle.h"
+#include "runtime/oci_cli/sandbox_bundle.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -11,8 +11,9 @@
 #include <fstream>
 
 #include "base/file_util.h"
+#include "tests/support/temp_dir.h"
 
-namespace hull::shim::oci_cli {
+namespace hull::runtime::oci_cli {
 namespace {
 
 constexpr const char* kPodSpec = R"({
@@ -34,14 +35,13 @@ constexpr const char* kPodSpec = R"({
 
 class SandboxBundleTest : public ::testing::Test {
  protected:
+  hull::testing::TempDir tmp_{"hull-sandbox-bundle"};  // dir_ lives in it
   void SetUp() override {
-    char dir[] = "/tmp/hull-sandbox-bundle-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    dir_ = dir;
+    ASSERT_TRUE(tmp_.ok());
+    dir_ = tmp_.path();
     pause_ = dir_ + "/hull-pause";
     std::ofstream(pause_) << "#!pause";
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::string dir_;
   std::string pause_;
@@ -99,4 +99,4 @@ TEST_F(SandboxBundleTest, AMissingPauseBinaryLeavesNothing) {
 }
 
 }  // namespace
-}  // namespace hull::shim::oci_cli
+}  // namespace hull::runtime::oci_cli

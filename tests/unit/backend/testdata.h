@@ -6,7 +6,7 @@
 #include <sstream>
 #include <string>
 
-namespace hull::shim::oci_cli::testing {
+namespace hull::runtime::oci_cli::testing {
 
 // The file's contents; empty if it cannot be read.
 inline std::string ReadTestdata(const std::string& name) {
@@ -16,4 +16,4 @@ inline std::string ReadTestdata(const std::string& name) {
   return ss.str();
 }
 
-}  // namespace hull::shim::oci_cli::testing
+}  // namespace hull::runtime::oci_cli::testing

@@ -12,6 +12,7 @@
 #include "containerd/task/v2/shim.pb.h"
 #include "shim/config/config.h"
 #include "shim/pod/pod_cgroup.h"
+#include "tests/support/temp_dir.h"
 
 namespace hull::shim {
 namespace {
@@ -26,14 +27,13 @@ struct ForceDeleteCall {
 
 class DeleteTest : public ::testing::Test {
  protected:
+  hull::testing::TempDir tmp_{"hull-delete"};  // root_ lives in it
   void SetUp() override {
-    char dir[] = "/tmp/hull-delete-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    root_ = dir;
+    ASSERT_TRUE(tmp_.ok());
+    root_ = tmp_.path();
     bundle_ = root_ / "bundle";
     fs::create_directories(bundle_ / "rootfs");
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   DeleteRequest Request(Status force_result = Status::Ok()) {
     DeleteRequest req;

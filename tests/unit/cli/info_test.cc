@@ -12,6 +12,7 @@
 #include "containerd/runc/v1/options.pb.h"
 #include "containerd/types/introspection.pb.h"
 #include "google/protobuf/any.pb.h"
+#include "tests/support/temp_dir.h"
 
 namespace hull::shim {
 namespace {
@@ -20,12 +21,11 @@ namespace fs = std::filesystem;
 
 class InfoTest : public ::testing::Test {
  protected:
+  hull::testing::TempDir tmp_{"hull-info"};  // root_ lives in it
   void SetUp() override {
-    char dir[] = "/tmp/hull-info-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    root_ = dir;
+    ASSERT_TRUE(tmp_.ok());
+    root_ = tmp_.path();
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   InfoRequest Request(std::string stdin_data = "") {
     InfoRequest req;

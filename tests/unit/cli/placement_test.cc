@@ -13,6 +13,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/temp_dir.h"
+
 namespace hull::shim {
 namespace {
 
@@ -32,12 +34,11 @@ void Touch(const fs::path& path, const std::string& content = "") {
 
 class PlacementTest : public ::testing::Test {
  protected:
+  hull::testing::TempDir tmp_{"hull-placement"};  // root_ lives in it
   void SetUp() override {
-    char dir[] = "/tmp/hull-placement-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    root_ = dir;
+    ASSERT_TRUE(tmp_.ok());
+    root_ = tmp_.path();
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   fs::path root_;
 };

@@ -13,17 +13,18 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/support/temp_dir.h"
+
 namespace hull::shim {
 namespace {
 
 class ShimSocketTest : public ::testing::Test {
  protected:
+  hull::testing::TempDir tmp_{"hull-sock"};  // dir_ lives in it
   void SetUp() override {
-    char dir[] = "/tmp/hull-sock-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    dir_ = dir;
+    ASSERT_TRUE(tmp_.ok());
+    dir_ = tmp_.path();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string dir_;
 };
 

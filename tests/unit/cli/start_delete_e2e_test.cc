@@ -29,6 +29,7 @@
 #include "containerd/task/v2/shim.pb.h"
 #include "google/protobuf/any.pb.h"
 #include "shim/cli/sha256.h"
+#include "tests/support/temp_dir.h"
 
 extern char** environ;
 
@@ -158,11 +159,11 @@ int OomScoreAdj(pid_t pid) {
 
 class StartDeleteTest : public ::testing::Test {
  protected:
+  hull::testing::TempDir tmp_{"hull-e2e"};  // root_ lives in it
   void SetUp() override {
     ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-    char dir[] = "/tmp/hull-e2e-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    root_ = dir;
+    ASSERT_TRUE(tmp_.ok());
+    root_ = tmp_.path();
     ns_ = "hull-e2e-" + std::to_string(::getpid());
     socket_dir_ = root_ / "s";
     // A runtime that always succeeds, so `delete` never touches real runc.

@@ -17,6 +17,7 @@
 #include "containerd/runc/v1/options.pb.h"
 #include "google/protobuf/any.pb.h"
 #include "runtimeoptions/v1/options.pb.h"
+#include "tests/support/temp_dir.h"
 
 namespace hull::shim {
 namespace {
@@ -120,12 +121,11 @@ ShimConfig EveryKey() {
 
 class ConfigTest : public ::testing::Test {
  protected:
+  hull::testing::TempDir tmp_{"hull-config"};  // root_ lives in it
   void SetUp() override {
-    char dir[] = "/tmp/hull-config-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    root_ = dir;
+    ASSERT_TRUE(tmp_.ok());
+    root_ = tmp_.path();
   }
-  void TearDown() override { fs::remove_all(root_); }
   std::string Write(const std::string& name, const std::string& text) {
     std::ofstream(root_ / name) << text;
     return (root_ / name).string();

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/mountinfo.h"
+#include "tests/support/temp_dir.h"
 
 namespace hull::shim {
 namespace {
@@ -46,14 +47,14 @@ std::vector<std::string> MountsBelow(const std::string& path) {
 
 class MountTest : public ::testing::Test {
  protected:
+  hull::testing::TempDir tmp_{"hull-mount"};  // root_ lives in it
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root (mount(2))";
     // A mount namespace of our own whose mounts propagate nowhere.
     if (::unshare(CLONE_NEWNS) != 0) GTEST_SKIP() << "cannot unshare the mount namespace";
     ASSERT_EQ(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0);
-    char dir[] = "/tmp/hull-mount-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    root_ = dir;
+    ASSERT_TRUE(tmp_.ok());
+    root_ = tmp_.path();
     // A tmpfs underneath, so overlay upper/work dirs are on a filesystem
     // overlay accepts whatever /tmp is.
     ASSERT_EQ(::mount("tmpfs", root_.c_str(), "tmpfs", 0, "mode=0755"), 0);

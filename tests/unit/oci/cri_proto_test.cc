@@ -31,7 +31,7 @@ std::string Hex(std::string_view bytes) {
 // PodSandboxConfig{linux(8){resources(5){cpu_period(1)=100000},
 //                           overhead(4){memory_limit_in_bytes(4)=1}}}
 TEST(CriProtoTest, LinuxResourcesAndOverheadFieldNumbers) {
-  runtime::v1::PodSandboxConfig config;
+  ::runtime::v1::PodSandboxConfig config;
   config.mutable_linux()->mutable_resources()->set_cpu_period(100000);
   config.mutable_linux()->mutable_overhead()->set_memory_limit_in_bytes(1);
   std::string wire;
@@ -70,7 +70,7 @@ TEST(CriProtoTest, DecodesKubeletStyleBytes) {
       0x1A, 0x06, 0x0A, 0x01, 'a',  0x12, 0x01, 'b',   // sysctls
       0x2A, 0x0B, 0x10, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01,  // resources
   });
-  runtime::v1::PodSandboxConfig config;
+  ::runtime::v1::PodSandboxConfig config;
   ASSERT_TRUE(config.ParseFromString(wire));
   EXPECT_EQ(config.metadata().name(), "p");
   EXPECT_EQ(config.metadata().uid(), "u");
@@ -84,15 +84,15 @@ TEST(CriProtoTest, DecodesKubeletStyleBytes) {
   const auto& linux_config = config.linux();
   EXPECT_EQ(linux_config.cgroup_parent(), "/k");
   const auto& sc = linux_config.security_context();
-  EXPECT_EQ(sc.namespace_options().network(), runtime::v1::NODE);
-  EXPECT_EQ(sc.namespace_options().pid(), runtime::v1::NODE);
-  EXPECT_EQ(sc.namespace_options().ipc(), runtime::v1::NODE);
+  EXPECT_EQ(sc.namespace_options().network(), ::runtime::v1::NODE);
+  EXPECT_EQ(sc.namespace_options().pid(), ::runtime::v1::NODE);
+  EXPECT_EQ(sc.namespace_options().ipc(), ::runtime::v1::NODE);
   EXPECT_EQ(sc.run_as_user().value(), 1000);
   EXPECT_EQ(sc.run_as_group().value(), 3000);
   ASSERT_EQ(sc.supplemental_groups_size(), 1);
   EXPECT_EQ(sc.supplemental_groups(0), 5);
   EXPECT_TRUE(sc.privileged());
-  EXPECT_EQ(sc.seccomp().profile_type(), runtime::v1::SecurityProfile::Unconfined);
+  EXPECT_EQ(sc.seccomp().profile_type(), ::runtime::v1::SecurityProfile::Unconfined);
   EXPECT_EQ(linux_config.sysctls().at("a"), "b");
   EXPECT_EQ(linux_config.resources().cpu_quota(), -1);
   // Re-encoding gives the same bytes (no field lost or renumbered).
@@ -104,7 +104,7 @@ TEST(CriProtoTest, DecodesKubeletStyleBytes) {
 TEST(CriProtoTest, UserNamespaceAndContainerFields) {
   // NamespaceOption{userns_options(5){mode(1)=POD(0 omitted),
   //   uids(2){host_id(1)=100000, container_id(2)=0, length(3)=65536}}}
-  runtime::v1::NamespaceOption ns;
+  ::runtime::v1::NamespaceOption ns;
   auto* uid = ns.mutable_userns_options()->add_uids();
   uid->set_host_id(100000);
   uid->set_length(65536);
@@ -114,13 +114,13 @@ TEST(CriProtoTest, UserNamespaceAndContainerFields) {
             Hex(Bytes({0x2A, 0x0A, 0x12, 0x08, 0x08, 0xA0, 0x8D, 0x06, 0x18, 0x80, 0x80, 0x04})));
 
   // ContainerConfig{stop_signal(18)=SIGKILL(13)}: a two-byte tag.
-  runtime::v1::ContainerConfig container;
-  container.set_stop_signal(runtime::v1::SIGNAL_SIGKILL);
+  ::runtime::v1::ContainerConfig container;
+  container.set_stop_signal(::runtime::v1::SIGNAL_SIGKILL);
   ASSERT_TRUE(container.SerializeToString(&wire));
   EXPECT_EQ(Hex(wire), Hex(Bytes({0x90, 0x01, 0x0D})));
 
   // ImageSpec{user_specified_image(18)="x"}.
-  runtime::v1::ImageSpec image;
+  ::runtime::v1::ImageSpec image;
   image.set_user_specified_image("x");
   ASSERT_TRUE(image.SerializeToString(&wire));
   EXPECT_EQ(Hex(wire), Hex(Bytes({0x92, 0x01, 0x01, 'x'})));
@@ -129,7 +129,7 @@ TEST(CriProtoTest, UserNamespaceAndContainerFields) {
 TEST(CriProtoTest, UnknownFieldsSurvive) {
   // PodSandboxConfig field 99 (varint 7) is not in hull's subset.
   const std::string wire = Bytes({0x12, 0x01, 'h', 0x98, 0x06, 0x07});
-  runtime::v1::PodSandboxConfig config;
+  ::runtime::v1::PodSandboxConfig config;
   ASSERT_TRUE(config.ParseFromString(wire));
   EXPECT_EQ(config.hostname(), "h");
   std::string again;

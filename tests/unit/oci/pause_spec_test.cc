@@ -15,7 +15,7 @@
 #include "base/file_util.h"
 #include "cri/runtime/v1/api.pb.h"
 #include "oci/annotations.h"
-#include "temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace hull::oci {
 namespace {
@@ -29,7 +29,7 @@ constexpr char kShm[] =
 // A pod as kubelet sends it: resources, DNS config, sysctls, a systemd
 // cgroup parent, pod annotations.
 runtime::v1::PodSandboxConfig WebPod() {
-  runtime::v1::PodSandboxConfig config;
+  ::runtime::v1::PodSandboxConfig config;
   auto* metadata = config.mutable_metadata();
   metadata->set_name("web-0");
   metadata->set_uid("7d2a8f0e-0a4b-4c55-9a8e-1c2d3e4f5a6b");
@@ -78,7 +78,7 @@ PauseSpecOptions Options(CriFlavor flavor = CriFlavor::kContainerd2) {
   return options;
 }
 
-Spec Build(const runtime::v1::PodSandboxConfig& config, const PauseSpecOptions& options,
+Spec Build(const ::runtime::v1::PodSandboxConfig& config, const PauseSpecOptions& options,
            const ImageConfig& image = PauseImage()) {
   auto spec = BuildPauseSpec(config, image, options);
   EXPECT_TRUE(spec.has_value()) << spec.error().ToString();
@@ -129,7 +129,7 @@ TEST(PauseSpecTest, GoldenContainerd16) {
 }
 
 TEST(PauseSpecTest, SizingAnnotationsAreRawDecimalStrings) {
-  runtime::v1::PodSandboxConfig config = WebPod();
+  ::runtime::v1::PodSandboxConfig config = WebPod();
   auto* resources = config.mutable_linux()->mutable_resources();
   resources->Clear();
   resources->set_cpu_quota(-1);
@@ -169,7 +169,7 @@ TEST(PauseSpecTest, DefaultCriAnnotations) {
   spec = Build(WebPod(), options);
   EXPECT_EQ(spec.Annotation("kubernetes.io/config.source"), "api");
   // A pod annotation cannot override a CRI annotation.
-  runtime::v1::PodSandboxConfig config = WebPod();
+  ::runtime::v1::PodSandboxConfig config = WebPod();
   (*config.mutable_annotations())[std::string(kSandboxId)] = "forged";
   options.pod_annotations = {"io.kubernetes.cri.*"};
   spec = Build(config, options);
@@ -199,7 +199,7 @@ TEST(PauseSpecTest, Sysctls) {
   EXPECT_EQ(sysctls.at("net.ipv4.ping_group_range"), "1 1");  // the pod's wins
   EXPECT_EQ(sysctls.at("net.ipv4.ip_unprivileged_port_start"), "0");
 
-  runtime::v1::PodSandboxConfig config = WebPod();
+  ::runtime::v1::PodSandboxConfig config = WebPod();
   config.mutable_linux()->mutable_sysctls()->clear();
   spec = Build(config, options);
   EXPECT_EQ(spec.Sysctls().at("net.ipv4.ping_group_range"), "0 2147483647");
@@ -213,9 +213,9 @@ TEST(PauseSpecTest, Sysctls) {
 }
 
 TEST(PauseSpecTest, HostIpc) {
-  runtime::v1::PodSandboxConfig config = WebPod();
+  ::runtime::v1::PodSandboxConfig config = WebPod();
   config.mutable_linux()->mutable_security_context()->mutable_namespace_options()->set_ipc(
-      runtime::v1::NODE);
+      ::runtime::v1::NODE);
   Spec spec = Build(config, Options());
   EXPECT_FALSE(HasNamespace(spec, "ipc"));
   EXPECT_TRUE(HasNamespace(spec, "pid"));
@@ -231,10 +231,10 @@ TEST(PauseSpecTest, HostIpc) {
 }
 
 TEST(PauseSpecTest, HostNetwork) {
-  runtime::v1::PodSandboxConfig config = WebPod();
+  ::runtime::v1::PodSandboxConfig config = WebPod();
   config.clear_hostname();
   config.mutable_linux()->mutable_security_context()->mutable_namespace_options()->set_network(
-      runtime::v1::NODE);
+      ::runtime::v1::NODE);
   Spec spec = Build(config, Options());
   EXPECT_FALSE(HasNamespace(spec, "network"));
   EXPECT_FALSE(HasNamespace(spec, "uts"));
@@ -248,9 +248,9 @@ TEST(PauseSpecTest, HostNetwork) {
 }
 
 TEST(PauseSpecTest, HostPid) {
-  runtime::v1::PodSandboxConfig config = WebPod();
+  ::runtime::v1::PodSandboxConfig config = WebPod();
   config.mutable_linux()->mutable_security_context()->mutable_namespace_options()->set_pid(
-      runtime::v1::NODE);
+      ::runtime::v1::NODE);
   Spec spec = Build(config, Options());
   EXPECT_EQ(spec.Namespaces(),
             (std::vector<Namespace>{
@@ -280,7 +280,7 @@ TEST(PauseSpecTest, CgroupsPath) {
   EXPECT_EQ(CgroupsPathFor("/kubepods/pod1", "id", CgroupPathForm::kSystemd),
             "pod1:cri-containerd:id");
 
-  runtime::v1::PodSandboxConfig config = WebPod();
+  ::runtime::v1::PodSandboxConfig config = WebPod();
   config.mutable_linux()->set_cgroup_parent("/kubepods/burstable/pod7d2a8f0e");
   EXPECT_EQ(Build(config, Options()).CgroupsPath(),
             std::string("/kubepods/burstable/pod7d2a8f0e/") + kId);
@@ -310,7 +310,7 @@ TEST(PauseSpecTest, CurrentOomScoreAdj) {
   ASSERT_TRUE(adj.has_value()) << adj.error().ToString();
   EXPECT_GE(*adj, -1000);
   EXPECT_LE(*adj, 1000);
-  testing::TempDir dir;
+  hull::testing::TempDir dir;
   ASSERT_TRUE(WriteFileAtomic(dir / "adj", "-17\n").ok());
   EXPECT_EQ(CurrentOomScoreAdj(dir / "adj"), -17);
   ASSERT_TRUE(WriteFileAtomic(dir / "adj", "x").ok());
@@ -341,7 +341,7 @@ TEST(PauseSpecTest, ImageConfigProcess) {
 }
 
 TEST(PauseSpecTest, User) {
-  runtime::v1::PodSandboxConfig config = WebPod();
+  ::runtime::v1::PodSandboxConfig config = WebPod();
   auto* sc = config.mutable_linux()->mutable_security_context();
   sc->add_supplemental_groups(3000);
   sc->add_supplemental_groups(1000);
@@ -372,21 +372,21 @@ TEST(PauseSpecTest, User) {
 }
 
 TEST(PauseSpecTest, Seccomp) {
-  testing::TempDir dir;
+  hull::testing::TempDir dir;
   ASSERT_TRUE(
       WriteFileAtomic(dir / "profile.json", R"({"defaultAction":"SCMP_ACT_LOG","syscalls":[]})")
           .ok());
-  runtime::v1::PodSandboxConfig config = WebPod();
+  ::runtime::v1::PodSandboxConfig config = WebPod();
   auto* sc = config.mutable_linux()->mutable_security_context();
   PauseSpecOptions options = Options();
 
   // None asked for: none (containerd's default when nothing is configured).
   EXPECT_FALSE(Build(config, options).json()["linux"].contains("seccomp"));
 
-  sc->mutable_seccomp()->set_profile_type(runtime::v1::SecurityProfile::Unconfined);
+  sc->mutable_seccomp()->set_profile_type(::runtime::v1::SecurityProfile::Unconfined);
   EXPECT_FALSE(Build(config, options).json()["linux"].contains("seccomp"));
 
-  sc->mutable_seccomp()->set_profile_type(runtime::v1::SecurityProfile::Localhost);
+  sc->mutable_seccomp()->set_profile_type(::runtime::v1::SecurityProfile::Localhost);
   sc->mutable_seccomp()->set_localhost_ref(dir / "profile.json");
   EXPECT_EQ(Build(config, options).json()["linux"]["seccomp"]["defaultAction"], "SCMP_ACT_LOG");
 
@@ -395,7 +395,7 @@ TEST(PauseSpecTest, Seccomp) {
   ASSERT_FALSE(missing.has_value());
   EXPECT_EQ(missing.error().code(), Code::kNotFound);
 
-  sc->mutable_seccomp()->set_profile_type(runtime::v1::SecurityProfile::RuntimeDefault);
+  sc->mutable_seccomp()->set_profile_type(::runtime::v1::SecurityProfile::RuntimeDefault);
   auto no_default = BuildPauseSpec(config, PauseImage(), options);
   ASSERT_FALSE(no_default.has_value());
   EXPECT_EQ(no_default.error().code(), Code::kInvalidArgument);  // localhost_ref still set
@@ -434,12 +434,12 @@ TEST(PauseSpecTest, Seccomp) {
 }
 
 TEST(PauseSpecTest, UserNamespace) {
-  runtime::v1::PodSandboxConfig config = WebPod();
+  ::runtime::v1::PodSandboxConfig config = WebPod();
   auto* userns = config.mutable_linux()
                      ->mutable_security_context()
                      ->mutable_namespace_options()
                      ->mutable_userns_options();
-  userns->set_mode(runtime::v1::POD);
+  userns->set_mode(::runtime::v1::POD);
   auto* uid = userns->add_uids();
   uid->set_host_id(100000);
   uid->set_length(65536);
@@ -459,7 +459,7 @@ TEST(PauseSpecTest, UserNamespace) {
 
   // Host network: the user namespace is not pinned, /sys becomes a bind.
   config.mutable_linux()->mutable_security_context()->mutable_namespace_options()->set_network(
-      runtime::v1::NODE);
+      ::runtime::v1::NODE);
   spec = Build(config, Options());
   EXPECT_EQ(spec.Namespaces().back(), (Namespace{"user", ""}));
   EXPECT_EQ(spec.Mounts().back(),
@@ -474,12 +474,12 @@ TEST(PauseSpecTest, UserNamespace) {
   userns->add_uids()->set_length(1);
   EXPECT_EQ(BuildPauseSpec(config, PauseImage(), Options()).error().code(), Code::kInvalidArgument);
   userns->mutable_uids()->RemoveLast();
-  userns->set_mode(runtime::v1::NODE);
+  userns->set_mode(::runtime::v1::NODE);
   EXPECT_EQ(BuildPauseSpec(config, PauseImage(), Options()).error().code(), Code::kInvalidArgument);
   userns->clear_uids();
   userns->clear_gids();
   EXPECT_FALSE(HasNamespace(Build(config, Options()), "user"));
-  userns->set_mode(runtime::v1::CONTAINER);
+  userns->set_mode(::runtime::v1::CONTAINER);
   EXPECT_EQ(BuildPauseSpec(config, PauseImage(), Options()).error().code(), Code::kInvalidArgument);
 }
 

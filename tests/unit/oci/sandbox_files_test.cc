@@ -9,7 +9,7 @@
 
 #include "base/file_util.h"
 #include "cri/runtime/v1/api.pb.h"
-#include "temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace hull::oci {
 namespace {
@@ -30,7 +30,7 @@ class SandboxFilesTest : public ::testing::Test {
     return ReadFile(dir_ / ("sandbox/" + name)).value_or("<missing>");
   }
 
-  testing::TempDir dir_;
+  hull::testing::TempDir dir_;
   HostFiles host_;
 };
 
@@ -46,7 +46,7 @@ TEST(SandboxPathsTest, Layout) {
 }
 
 TEST(SandboxFilesContentTest, ResolvConf) {
-  runtime::v1::DNSConfig dns;
+  ::runtime::v1::DNSConfig dns;
   EXPECT_EQ(ResolvConfContent(dns), "");
   dns.add_servers("10.96.0.10");
   dns.add_servers("10.96.0.11");
@@ -59,7 +59,7 @@ TEST(SandboxFilesContentTest, ResolvConf) {
             "nameserver 10.96.0.10\n"
             "nameserver 10.96.0.11\n"
             "options ndots:5 edns0\n");
-  runtime::v1::DNSConfig servers_only;
+  ::runtime::v1::DNSConfig servers_only;
   servers_only.add_servers("1.1.1.1");
   EXPECT_EQ(ResolvConfContent(servers_only), "nameserver 1.1.1.1\n");
 }
@@ -70,7 +70,7 @@ TEST(SandboxFilesContentTest, Hostname) {
 }
 
 TEST_F(SandboxFilesTest, WritesAllThree) {
-  runtime::v1::PodSandboxConfig config;
+  ::runtime::v1::PodSandboxConfig config;
   config.set_hostname("web-0");
   config.mutable_dns_config()->add_servers("10.96.0.10");
   config.mutable_dns_config()->add_searches("default.svc.cluster.local");
@@ -86,14 +86,14 @@ TEST_F(SandboxFilesTest, WritesAllThree) {
 }
 
 TEST_F(SandboxFilesTest, HostNetworkPodGetsTheNodeNameAndHostResolvConf) {
-  runtime::v1::PodSandboxConfig config;
+  ::runtime::v1::PodSandboxConfig config;
   ASSERT_TRUE(WriteSandboxFiles(dir_ / "sandbox", config, CriFlavor::kContainerd2, host_).ok());
   EXPECT_EQ(Read("hostname"), "node-1\n");
   EXPECT_EQ(Read("resolv.conf"), "nameserver 10.0.0.1\n");
 }
 
 TEST_F(SandboxFilesTest, NodeHostnameFromTheKernel) {
-  runtime::v1::PodSandboxConfig config;
+  ::runtime::v1::PodSandboxConfig config;
   host_.node_hostname.clear();
   ASSERT_TRUE(WriteSandboxFiles(dir_ / "sandbox", config, CriFlavor::kContainerd2, host_).ok());
   std::string hostname = Read("hostname");
@@ -104,7 +104,7 @@ TEST_F(SandboxFilesTest, NodeHostnameFromTheKernel) {
 // A dns_config with no entries: 2.x writes an empty file, 1.6 copies the
 // host's.
 TEST_F(SandboxFilesTest, EmptyDnsConfigDependsOnTheFlavor) {
-  runtime::v1::PodSandboxConfig config;
+  ::runtime::v1::PodSandboxConfig config;
   config.mutable_dns_config();
   ASSERT_TRUE(WriteSandboxFiles(dir_ / "sandbox", config, CriFlavor::kContainerd2, host_).ok());
   EXPECT_EQ(Read("resolv.conf"), "");
@@ -113,7 +113,7 @@ TEST_F(SandboxFilesTest, EmptyDnsConfigDependsOnTheFlavor) {
 }
 
 TEST_F(SandboxFilesTest, MissingHostFileIsAnError) {
-  runtime::v1::PodSandboxConfig config;
+  ::runtime::v1::PodSandboxConfig config;
   host_.hosts = dir_ / "nope";
   Status status = WriteSandboxFiles(dir_ / "sandbox", config, CriFlavor::kContainerd2, host_);
   EXPECT_EQ(status.code(), Code::kNotFound);

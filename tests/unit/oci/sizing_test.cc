@@ -386,7 +386,7 @@ TEST(SizingTest, SmallRuntimeClassOverheadIsFlagged) {
 // --- PodSandboxConfig ---
 
 TEST(SizingTest, PodSandboxConfigResourcesAndOverhead) {
-  runtime::v1::PodSandboxConfig config;
+  ::runtime::v1::PodSandboxConfig config;
   auto* resources = config.mutable_linux()->mutable_resources();
   resources->set_cpu_period(100000);
   resources->set_cpu_quota(250000);
@@ -407,7 +407,7 @@ TEST(SizingTest, PodSandboxConfigResourcesAndOverhead) {
 }
 
 TEST(SizingTest, PodSandboxConfigWithoutResources) {
-  runtime::v1::PodSandboxConfig config;
+  ::runtime::v1::PodSandboxConfig config;
   PodSize size = SizeFromPodSandboxConfig(config, kPolicy);
   EXPECT_EQ(size.source, SizeSource::kNone);
   EXPECT_EQ(size.vcpus, 1u);
@@ -425,7 +425,7 @@ TEST(SizingTest, PodSandboxConfigWithoutResources) {
 
 // The same pod through the three sources gives the same VM.
 TEST(SizingTest, SourcesAgree) {
-  runtime::v1::PodSandboxConfig config;
+  ::runtime::v1::PodSandboxConfig config;
   auto* resources = config.mutable_linux()->mutable_resources();
   resources->set_cpu_period(100000);
   resources->set_cpu_quota(150000);

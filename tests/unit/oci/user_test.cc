@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "base/file_util.h"
-#include "temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace hull::oci {
 namespace {
@@ -27,7 +27,7 @@ class UserTest : public ::testing::Test {
     ASSERT_TRUE(WriteFileAtomic(root_ / "etc/group", "root:x:0:\nstaff:x:50:app\n").ok());
   }
 
-  testing::TempDir root_;
+  hull::testing::TempDir root_;
 };
 
 TEST_F(UserTest, NumericNeedsNoRootfs) {
@@ -66,7 +66,7 @@ TEST_F(UserTest, Malformed) {
 
 // The image cannot point the lookup at a host file through a symlink.
 TEST_F(UserTest, SymlinkedPasswdIsRefused) {
-  testing::TempDir evil;
+  hull::testing::TempDir evil;
   ASSERT_EQ(::mkdir((evil / "etc").c_str(), 0755), 0);
   ASSERT_EQ(::symlink((root_ / "etc/passwd").c_str(), (evil / "etc/passwd").c_str()), 0);
   auto result = ResolveUser("app", evil.path());

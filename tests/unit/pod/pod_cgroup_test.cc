@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/temp_dir.h"
+
 namespace hull::shim {
 namespace {
 
@@ -60,15 +62,14 @@ TEST(PodCgroupResourcesTest, FromThePodSize) {
 
 class PodCgroupTest : public ::testing::Test {
  protected:
+  hull::testing::TempDir tmp_{"hull-podcg"};  // root_ lives in it
   void SetUp() override {
-    char dir[] = "/tmp/hull-podcg-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    root_ = dir;
+    ASSERT_TRUE(tmp_.ok());
+    root_ = tmp_.path();
     Write("cgroup.controllers", "cpu memory pids\n");
     Write("cgroup.subtree_control", "");
     Write("cgroup.procs", "");
   }
-  void TearDown() override { fs::remove_all(root_); }
   void Write(const fs::path& relative, const std::string& text) {
     fs::create_directories((root_ / relative).parent_path());
     std::ofstream(root_ / relative) << text;

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/temp_dir.h"
+
 namespace hull::shim {
 namespace {
 
@@ -23,12 +25,11 @@ std::map<std::string, std::string> Sandbox() {
 
 class PodSizeTest : public ::testing::Test {
  protected:
+  hull::testing::TempDir tmp_{"hull-pod"};  // bundle_ lives in it
   void SetUp() override {
-    char dir[] = "/tmp/hull-pod-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    bundle_ = dir;
+    ASSERT_TRUE(tmp_.ok());
+    bundle_ = tmp_.path();
   }
-  void TearDown() override { fs::remove_all(bundle_); }
   nlohmann::json ReadRecord() {
     std::ifstream in(bundle_ / "hull-pod-size.json");
     return nlohmann::json::parse(in, nullptr, false);
@@ -49,10 +50,11 @@ TEST_F(PodSizeTest, RecordHasEveryKey) {
   ASSERT_TRUE(size->has_value());
   nlohmann::json j = ReadRecord();
   ASSERT_TRUE(j.is_object());
-  EXPECT_EQ(j.size(), 12u) << j.dump();  // no "overhead": containerd carries none
+  EXPECT_EQ(j.size(), 13u) << j.dump();  // no "overhead": containerd carries none
   EXPECT_EQ(j["source"], "containerd annotations");
-  EXPECT_EQ(j["vcpus"], 2);         // 1.5 + 0.25 -> 2
-  EXPECT_EQ(j["memory_mib"], 376);  // 256 + 112 + ceil(3% of 256)
+  EXPECT_EQ(j["vcpus"], 2);                   // 1.5 + 0.25 -> 2
+  EXPECT_EQ(j["memory_mib"], 376);            // 256 + 112 + ceil(3% of 256)
+  EXPECT_EQ(j["container_memory_mib"], 256);  // what a resize can grow to (docs/sizing.md)
   EXPECT_EQ(j["cpu_period"], 100000);
   EXPECT_EQ(j["cpu_quota"], 150000);
   EXPECT_EQ(j["cpu_shares"], 1536);
@@ -92,6 +94,7 @@ TEST_F(PodSizeTest, RecordReadsBackAsComputed) {
     EXPECT_EQ(read->pod_memory_bytes, size.pod_memory_bytes);
     EXPECT_EQ(read->vcpus, size.vcpus);
     EXPECT_EQ(read->memory_mib, size.memory_mib);
+    EXPECT_EQ(read->container_memory_mib, size.container_memory_mib);
   }
   std::ofstream(bundle_ / "hull-pod-size.json") << "{\"source\": \"PodSandboxConfig\"}";
   EXPECT_EQ(ReadPodSizeFile((bundle_ / "hull-pod-size.json").string()).error().code(),

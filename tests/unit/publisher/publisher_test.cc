@@ -14,6 +14,7 @@
 #include "containerd/events/task.pb.h"
 #include "containerd/services/events/ttrpc/v1/events.pb.h"
 #include "google/protobuf/empty.pb.h"
+#include "tests/support/temp_dir.h"
 #include "ttrpc/server.h"
 
 namespace hull::shim {
@@ -67,13 +68,13 @@ containerd::events::TaskExit Exit(const std::string& id) {
 
 class PublisherTest : public ::testing::Test {
  protected:
+  hull::testing::TempDir tmp_{"hull-publisher"};  // dir_ lives in it
   PublisherTest() {
     auto loop = EventLoop::Create();
     EXPECT_TRUE(loop.has_value());
     loop_ = std::move(*loop);
-    char dir[] = "/tmp/hull-publisher-XXXXXX";
-    EXPECT_NE(::mkdtemp(dir), nullptr);
-    dir_ = dir;
+    EXPECT_TRUE(tmp_.ok());
+    dir_ = tmp_.path();
   }
   ~PublisherTest() override { std::filesystem::remove_all(dir_); }
 

@@ -16,7 +16,8 @@
 #include "shim/container.h"
 #include "shim/pod/pod_size.h"
 #include "shim/process.h"
-#include "tests/unit/sandbox/fake_backend.h"
+#include "tests/support/fake_backend.h"
+#include "tests/support/temp_dir.h"
 
 namespace hull::shim {
 namespace {
@@ -66,10 +67,10 @@ class FakePause : public PauseRunner {
 
 class SandboxServiceTest : public ::testing::Test {
  protected:
+  hull::testing::TempDir tmp_{"hull-sandbox-test"};  // bundle_ lives in it
   void SetUp() override {
-    char dir[] = "/tmp/hull-sandbox-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    bundle_ = dir;
+    ASSERT_TRUE(tmp_.ok());
+    bundle_ = tmp_.path();
     loop_ = std::move(*EventLoop::Create());
     reaper_ = std::move(*Reaper::Create(*loop_));
     publisher_ = std::make_unique<EventPublisher>(*loop_, log_, std::make_unique<NullSink>());
@@ -78,7 +79,7 @@ class SandboxServiceTest : public ::testing::Test {
     pod_ = std::make_unique<Pod>(
         *ctx_,
         [this](const RuntimeOptions&) -> Result<std::unique_ptr<Backend>> {
-          auto backend = std::make_unique<testing::FakeBackend>(*loop_, calls_);
+          auto backend = std::make_unique<testing::FakeBackend>(*loop_, *reaper_, RuntimeOptions());
           backend->runs_sandbox = backend_runs_sandbox_;
           backend_ = backend.get();
           return std::unique_ptr<Backend>(std::move(backend));
@@ -86,9 +87,12 @@ class SandboxServiceTest : public ::testing::Test {
         std::nullopt);
     auto pause = std::make_unique<FakePause>(*loop_);
     pause_ = pause.get();
+    lifetime_ = std::make_unique<ServerLifetime>(
+        *loop_, [this] { return pod_->AllDeleted(); }, [this] { ++shutdowns_; },
+        ServerLifetime::Timing{.linger = std::chrono::milliseconds(0)});
     service_ = std::make_unique<SandboxService>(
         *ctx_, *pod_, [](const std::string&) -> Result<ShimConfig> { return ShimConfig(); },
-        std::move(pause), [this] { ++shutdowns_; });
+        std::move(pause), *lifetime_);
   }
 
   void TearDown() override {
@@ -108,8 +112,8 @@ class SandboxServiceTest : public ::testing::Test {
     return std::move(*answer);
   }
 
-  static runtime::v1::PodSandboxConfig PodConfig() {
-    runtime::v1::PodSandboxConfig config;
+  static ::runtime::v1::PodSandboxConfig PodConfig() {
+    ::runtime::v1::PodSandboxConfig config;
     config.mutable_metadata()->set_name("web");
     config.mutable_metadata()->set_namespace_("default");
     config.mutable_metadata()->set_uid("uid-1");
@@ -154,17 +158,22 @@ class SandboxServiceTest : public ::testing::Test {
     return Call(&SandboxService::Shutdown, For<sb::ShutdownSandboxRequest>(id));
   }
 
+  // How many calls of `method` the pod's backend had (0 before it exists).
+  size_t Calls(const std::string& method) const {
+    return backend_ == nullptr ? 0 : backend_->count(method);
+  }
+
   Logger log_ = Logger::Null();
   std::string bundle_;
   std::unique_ptr<EventLoop> loop_;
   std::unique_ptr<Reaper> reaper_;
   std::unique_ptr<EventPublisher> publisher_;
   std::optional<ShimContext> ctx_;
-  std::map<std::string, int> calls_;
   testing::FakeBackend* backend_ = nullptr;
   bool backend_runs_sandbox_ = false;  // read when the pod makes its backend
   std::unique_ptr<Pod> pod_;
   FakePause* pause_ = nullptr;
+  std::unique_ptr<ServerLifetime> lifetime_;
   std::unique_ptr<SandboxService> service_;
   int shutdowns_ = 0;
 };
@@ -186,7 +195,7 @@ TEST_F(SandboxServiceTest, EveryCallBeforeCreateIsNotFound) {
   EXPECT_EQ(CodeOf(Shutdown()), Code::kNotFound);
   EXPECT_EQ(CodeOf(Call(&SandboxService::Metrics, For<sb::SandboxMetricsRequest>("pod1"))),
             Code::kNotFound);
-  EXPECT_FALSE(service_->holds_server());
+  EXPECT_TRUE(lifetime_->TaskShutdown()) << "no sandbox holds the server";
   EXPECT_EQ(shutdowns_, 0);
 }
 
@@ -203,7 +212,7 @@ TEST_F(SandboxServiceTest, CreateRejectsBadRequests) {
   wrong_type.mutable_options()->set_type_url("containerd.runc.v1.Options");
   EXPECT_EQ(CodeOf(Call(&SandboxService::Create, wrong_type)), Code::kInvalidArgument);
   EXPECT_EQ(service_->state(), SandboxState::kNone);
-  EXPECT_EQ(calls_["PrepareSandbox"], 0);
+  EXPECT_EQ(Calls("PrepareSandbox"), 0u);
   // Nothing failed for good: a correct create still works.
   EXPECT_TRUE(Create().has_value());
 }
@@ -213,8 +222,8 @@ TEST_F(SandboxServiceTest, CreateSizesThePodFromThePodSandboxConfigAndPreparesIt
   prefixed.mutable_options()->set_type_url("type.googleapis.com/runtime.v1.PodSandboxConfig");
   ASSERT_TRUE(Call(&SandboxService::Create, prefixed).has_value());
   EXPECT_EQ(service_->state(), SandboxState::kCreated);
-  EXPECT_TRUE(service_->holds_server());
-  EXPECT_EQ(calls_["PrepareSandbox"], 1);
+  EXPECT_FALSE(lifetime_->TaskShutdown()) << "the Sandbox API holds the server";
+  EXPECT_EQ(Calls("PrepareSandbox"), 1u);
   ASSERT_TRUE(backend_->last_sandbox().size.has_value());
   const oci::PodSize& size = *backend_->last_sandbox().size;
   EXPECT_EQ(size.source, oci::SizeSource::kPodSandboxConfig);
@@ -230,11 +239,11 @@ TEST_F(SandboxServiceTest, CreateSizesThePodFromThePodSandboxConfigAndPreparesIt
 
 TEST_F(SandboxServiceTest, PrepareSandboxGetsThePodsSpec) {
   ASSERT_TRUE(Create().has_value());
-  ASSERT_TRUE(backend_->last_sandbox().spec.has_value());
-  const auto annotations = backend_->last_sandbox().spec->Annotations();
+  ASSERT_TRUE(backend_->last_sandbox().create_sandbox_process);
+  const auto annotations = backend_->last_sandbox().spec.Annotations();
   EXPECT_EQ(annotations.at("io.kubernetes.cri.container-type"), "sandbox");
   EXPECT_EQ(annotations.at("io.kubernetes.cri.sandbox-id"), "pod1");
-  EXPECT_EQ(backend_->last_sandbox().spec->Hostname(), "web-host");
+  EXPECT_EQ(backend_->last_sandbox().spec.Hostname(), "web-host");
 }
 
 // runsc: the backend's own sandbox holds the pod, not hull's pause process.
@@ -244,7 +253,7 @@ TEST_F(SandboxServiceTest, ABackendWithASandboxProcessRunsItInsteadOfThePausePro
   auto started = Start();
   ASSERT_TRUE(started.has_value()) << started.error().ToString();
   EXPECT_EQ(started->pid(), 777u);
-  EXPECT_EQ(calls_["StartSandbox"], 1);
+  EXPECT_EQ(Calls("StartSandbox"), 1u);
   EXPECT_EQ(pause_->starts, 0);
   auto status = StatusOf();
   ASSERT_TRUE(status.has_value());
@@ -252,10 +261,10 @@ TEST_F(SandboxServiceTest, ABackendWithASandboxProcessRunsItInsteadOfThePausePro
   EXPECT_EQ(status->pid(), 777u);
   // Start twice: FailedPrecondition, the backend is not asked again.
   EXPECT_EQ(CodeOf(Start()), Code::kFailedPrecondition);
-  EXPECT_EQ(calls_["StartSandbox"], 1);
+  EXPECT_EQ(Calls("StartSandbox"), 1u);
 
   ASSERT_TRUE(Stop().has_value());
-  EXPECT_EQ(calls_["StopSandbox"], 1);
+  EXPECT_EQ(Calls("StopSandbox"), 1u);
   EXPECT_EQ(pause_->kills, 0);
   auto waited = Call(&SandboxService::Wait, For<sb::WaitSandboxRequest>("pod1"));
   ASSERT_TRUE(waited.has_value());
@@ -263,7 +272,7 @@ TEST_F(SandboxServiceTest, ABackendWithASandboxProcessRunsItInsteadOfThePausePro
   EXPECT_EQ(StatusOf()->state(), "SANDBOX_NOTREADY");
 
   ASSERT_TRUE(Shutdown().has_value());
-  EXPECT_EQ(calls_["TeardownSandbox"], 1);
+  EXPECT_EQ(Calls("TeardownSandbox"), 1u);
   EXPECT_EQ(shutdowns_, 1);
 }
 
@@ -271,7 +280,7 @@ TEST_F(SandboxServiceTest, CreateTwiceIsAlreadyExists) {
   ASSERT_TRUE(Create().has_value());
   EXPECT_EQ(CodeOf(Create()), Code::kAlreadyExists);
   EXPECT_EQ(CodeOf(Create("pod2")), Code::kAlreadyExists);
-  EXPECT_EQ(calls_["PrepareSandbox"], 1);
+  EXPECT_EQ(Calls("PrepareSandbox"), 1u);
 }
 
 TEST_F(SandboxServiceTest, AnotherSandboxIdIsNotFound) {
@@ -404,7 +413,7 @@ TEST_F(SandboxServiceTest, MetricsOnlyWhileReady) {
   auto metrics = Call(&SandboxService::Metrics, req);
   ASSERT_TRUE(metrics.has_value());
   EXPECT_EQ(metrics->metrics().id(), "pod1");
-  EXPECT_EQ(metrics->metrics().data().type_url(), "fake.Metrics");
+  EXPECT_EQ(metrics->metrics().data().type_url(), "io.containerd.cgroups.v2.Metrics");
   EXPECT_GT(metrics->metrics().timestamp().seconds(), 0);
   ASSERT_TRUE(Stop().has_value());
   EXPECT_EQ(CodeOf(Call(&SandboxService::Metrics, req)), Code::kFailedPrecondition);
@@ -413,8 +422,8 @@ TEST_F(SandboxServiceTest, MetricsOnlyWhileReady) {
 TEST_F(SandboxServiceTest, ShutdownWithContainersLeftIsFailedPrecondition) {
   ASSERT_TRUE(Create().has_value());
   ASSERT_TRUE(Start().has_value());
-  ASSERT_TRUE(pod_->Add(std::make_unique<Container>(*ctx_, *pod_, "app", bundle_, StdioConfig{},
-                                                    ShimConfig()))
+  ASSERT_TRUE(pod_->Add(std::make_unique<Container>(*ctx_, "app", bundle_, StdioConfig{},
+                                                    ShimConfig(), *backend_, ContainerTraits{}))
                   .has_value());
   EXPECT_EQ(CodeOf(Shutdown()), Code::kFailedPrecondition);
   EXPECT_EQ(shutdowns_, 0);
@@ -425,15 +434,15 @@ TEST_F(SandboxServiceTest, ShutdownWithContainersLeftIsFailedPrecondition) {
 TEST_F(SandboxServiceTest, TheSandboxOutlivesThePodsLastContainer) {
   ASSERT_TRUE(Create().has_value());
   ASSERT_TRUE(Start().has_value());
-  ASSERT_TRUE(pod_->Add(std::make_unique<Container>(*ctx_, *pod_, "app", bundle_, StdioConfig{},
-                                                    ShimConfig()))
+  ASSERT_TRUE(pod_->Add(std::make_unique<Container>(*ctx_, "app", bundle_, StdioConfig{},
+                                                    ShimConfig(), *backend_, ContainerTraits{}))
                   .has_value());
   pod_->DropLater("app");
   ASSERT_TRUE(loop_->RunUntil([&] { return pod_->container_count() == 0; }, seconds(5)));
   loop_->RunUntil([] { return false; }, std::chrono::milliseconds(20));
-  EXPECT_EQ(calls_["TeardownSandbox"], 0) << "torn down while the Sandbox API holds it";
+  EXPECT_EQ(Calls("TeardownSandbox"), 0u) << "torn down while the Sandbox API holds it";
   ASSERT_TRUE(Shutdown().has_value());
-  EXPECT_EQ(calls_["TeardownSandbox"], 1);
+  EXPECT_EQ(Calls("TeardownSandbox"), 1u);
 }
 
 TEST_F(SandboxServiceTest, ShutdownEndsTheSandboxAndTheServer) {
@@ -442,7 +451,7 @@ TEST_F(SandboxServiceTest, ShutdownEndsTheSandboxAndTheServer) {
   ASSERT_TRUE(Shutdown().has_value());
   EXPECT_EQ(pause_->kills, 1);
   EXPECT_EQ(shutdowns_, 1);
-  EXPECT_EQ(calls_["TeardownSandbox"], 1);
+  EXPECT_EQ(Calls("TeardownSandbox"), 1u);
   EXPECT_EQ(service_->state(), SandboxState::kShutdown);
   // After it: no second shutdown, no start, no stop; status still answers.
   EXPECT_EQ(CodeOf(Shutdown()), Code::kFailedPrecondition);

@@ -3,7 +3,7 @@
 // call NotFound "container deleted". The runtime is a script that records
 // its pid and never returns. The container's cgroup kill --all watches is
 // never the shim's own.
-#include "shim/backend/oci_cli/oci_cli_backend.h"
+#include "runtime/oci_cli/oci_cli_backend.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -15,21 +15,23 @@
 #include <set>
 
 #include "base/file_util.h"
-#include "shim/backend/oci_cli/cgroup_bridge.h"
-#include "shim/backend/oci_cli/flavour.h"
+#include "runtime/oci_cli/cgroup_bridge.h"
+#include "runtime/oci_cli/flavour.h"
+#include "shim/backend/make_backend.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/ttrpc/test_util.h"
 
-namespace hull::shim::oci_cli {
+namespace hull::runtime::oci_cli {
 namespace {
 
 constexpr std::chrono::seconds kDeadline(10);
 
 class OciCliBackendTest : public ::testing::Test {
  protected:
+  hull::testing::TempDir tmp_{"hull-oci-cli"};  // dir_ lives in it
   void SetUp() override {
-    char dir[] = "/tmp/hull-oci-cli-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    dir_ = dir;
+    ASSERT_TRUE(tmp_.ok());
+    dir_ = tmp_.path();
     loop_ = ttrpc::testing::NewLoop();
     auto reaper = Reaper::Create(*loop_);
     ASSERT_TRUE(reaper.has_value());
@@ -54,8 +56,7 @@ TEST_F(OciCliBackendTest, DestructorAnswersARunningCallAndKillsTheRuntime) {
       WriteFileAtomic(runtime, "#!/bin/sh\necho $$ > " + pid_file + "\nexec sleep 100\n", 0755)
           .ok());
   auto backend = std::make_unique<OciCliBackend>(
-      *loop_, *reaper_, ArgvBuilder(FlavourFor("runc"), RuntimeConfig{.binary = runtime}),
-      RuntimeOptions{.binary_name = runtime});
+      *loop_, *reaper_, ArgvBuilder(FlavourFor("runc"), RuntimeConfig{.binary = runtime}));
 
   std::optional<Status> answer;
   int answers = 0;
@@ -113,8 +114,7 @@ TEST_F(OciCliBackendTest, DeletingARunscSandboxRemovesItsOrphanLocks) {
   }
   OciCliBackend backend(
       *loop_, *reaper_,
-      ArgvBuilder(FlavourFor("runsc"), RuntimeConfig{.binary = runtime, .root = root.string()}),
-      RuntimeOptions{.binary_name = runtime});
+      ArgvBuilder(FlavourFor("runsc"), RuntimeConfig{.binary = runtime, .root = root.string()}));
 
   std::optional<Status> answer;
   backend.Delete("pod", /*force=*/false, [&](Status s) { answer = std::move(s); });
@@ -141,4 +141,4 @@ TEST(ContainerCgroupTest, TheShimsOwnCgroupIsRefused) {
 }
 
 }  // namespace
-}  // namespace hull::shim::oci_cli
+}  // namespace hull::runtime::oci_cli

@@ -19,6 +19,22 @@ class PodTest : public ShimHarness {
   std::string AppBundle(const std::string& name) {
     return MakeBundle(name, BundleSpec{.annotations = AppAnnotations("pause")});
   }
+  // Creates the pause container with PrepareSandbox held, then an app
+  // container of the pod while it is; both answers still due (nulls when the
+  // preparation never began).
+  using Reply = std::shared_ptr<AsyncReply<tv2::CreateTaskResponse>>;
+  std::pair<Reply, Reply> CreatePauseAndAppWhilePreparing() {
+    factory_.configure = [](FakeBackend& b) { b.Hold("PrepareSandbox"); };
+    auto pause =
+        CallAsync<tv2::CreateTaskResponse>("Create", CreateRequestFor("pause", PauseBundle()));
+    if (!RunUntil([&] { return factory_.last && fake().pending("PrepareSandbox") == 1; })) {
+      return {nullptr, nullptr};
+    }
+    auto app =
+        CallAsync<tv2::CreateTaskResponse>("Create", CreateRequestFor("app", AppBundle("app")));
+    Barrier();
+    return {pause, app};
+  }
   int IndexOfCall(const std::string& method, const std::string& id = "") {
     const auto& calls = fake().calls();
     for (size_t i = 0; i < calls.size(); ++i) {
@@ -57,6 +73,10 @@ TEST_F(PodTest, SandboxIsPreparedOnceBeforeTheFirstCreate) {
   const SandboxRequest& req = *prepares[0].sandbox;
   EXPECT_EQ(req.id, "pause");
   EXPECT_EQ(req.bundle, bundle);
+  // The pause container's spec comes with it: no backend reads a bundle.
+  EXPECT_EQ(req.spec.Annotations().at("io.kubernetes.cri.container-type"), "sandbox");
+  EXPECT_FALSE(req.create_sandbox_process) << "the Task API's pod has a pause container";
+  EXPECT_FALSE(req.pod_cgroup.has_value()) << "the spec names no cgroupsPath";
   ASSERT_TRUE(req.size.has_value());
   // 1.5 CPUs + the default overhead -> 2 vCPUs; 256 MiB + 112 + 8 MiB.
   EXPECT_EQ(req.size->vcpus, 2u);
@@ -122,6 +142,48 @@ TEST_F(PodTest, AFailedSandboxPreparationFailsTheCreate) {
   EXPECT_EQ(fake().count("Create"), 0u);
   ASSERT_TRUE(RunUntil([&] { return pod_->Get("pause") == nullptr; }));
   EXPECT_EQ(State("pause").status().code(), Code::kNotFound);
+}
+
+// Pod's sandbox phase: a container admitted while another's admission is
+// preparing the sandbox waits for that one preparation (a VM is booted once),
+// and shares its outcome.
+TEST_F(PodTest, AdmissionsDuringThePreparationShareIt) {
+  auto [pause, app] = CreatePauseAndAppWhilePreparing();
+  ASSERT_TRUE(pause && app);
+  EXPECT_FALSE(app->done()) << "answered before the sandbox was ready";
+  EXPECT_EQ(fake().count("PrepareSandbox"), 1u);
+  EXPECT_TRUE(pod_->Get("app") == nullptr) << "no Container before its admission";
+  ASSERT_TRUE(fake().Complete("PrepareSandbox"));
+  ASSERT_TRUE(Await(pause));
+  ASSERT_TRUE(Await(app));
+  EXPECT_TRUE(pause->result->has_value()) << pause->result->error().ToString();
+  EXPECT_TRUE(app->result->has_value()) << app->result->error().ToString();
+  EXPECT_EQ(fake().count("PrepareSandbox"), 1u);
+  EXPECT_EQ(fake().count("Create"), 2u);
+}
+
+TEST_F(PodTest, AFailedPreparationFailsEveryWaitingAdmission) {
+  auto [pause, app] = CreatePauseAndAppWhilePreparing();
+  ASSERT_TRUE(pause && app);
+  ASSERT_TRUE(fake().Complete("PrepareSandbox", UnavailableError("no VM")));
+  ASSERT_TRUE(Await(pause));
+  ASSERT_TRUE(Await(app));
+  EXPECT_EQ(pause->code(), Code::kUnavailable);
+  EXPECT_EQ(app->code(), Code::kUnavailable);
+  EXPECT_EQ(fake().count("Create"), 0u);
+  EXPECT_EQ(pod_->container_count(), 0u);
+}
+
+TEST_F(PodTest, ADuplicateCreateDuringAdmissionIsAlreadyExists) {
+  factory_.configure = [](FakeBackend& b) { b.Hold("PrepareSandbox"); };
+  const std::string bundle = PauseBundle();
+  auto first = CallAsync<tv2::CreateTaskResponse>("Create", CreateRequestFor("pause", bundle));
+  ASSERT_TRUE(RunUntil([&] { return factory_.last && fake().pending("PrepareSandbox") == 1; }));
+  auto again = Call<tv2::CreateTaskResponse>("Create", CreateRequestFor("pause", bundle));
+  EXPECT_EQ(again.status().code(), Code::kAlreadyExists);
+  ASSERT_TRUE(fake().Complete("PrepareSandbox"));
+  ASSERT_TRUE(Await(first));
+  EXPECT_TRUE(first->result->has_value());
 }
 
 }  // namespace

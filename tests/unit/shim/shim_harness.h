@@ -27,7 +27,7 @@
 #include "shim/pod/pod.h"
 #include "shim/publisher.h"
 #include "shim/task_service.h"
-#include "tests/unit/shim/fake_backend.h"
+#include "tests/support/fake_backend.h"
 #include "tests/unit/shim/recording_sink.h"
 #include "tests/unit/ttrpc/test_util.h"
 #include "ttrpc/client.h"
@@ -88,6 +88,8 @@ class ShimHarness : private ttrpc::testing::FdLeakCheck, public ::testing::Test 
     ctx_ = std::make_unique<ShimContext>(ShimContext{
         .loop = *loop_, .reaper = *reaper_, .log = log_, .publisher = *publisher_, .ns = "test"});
     pod_ = std::make_unique<Pod>(*ctx_, factory_.Make(), std::nullopt);
+    lifetime_ = std::make_unique<ServerLifetime>(
+        *loop_, [this] { return pod_->AllDeleted(); }, [this] { shutdown_called_ = true; });
     tasks_ = std::make_unique<TaskService>(
         *ctx_, *pod_,
         [this](const google::protobuf::Any&, const std::string& bundle) -> Result<ShimConfig> {
@@ -96,7 +98,7 @@ class ShimHarness : private ttrpc::testing::FdLeakCheck, public ::testing::Test 
           config.runtime.binary_name = it == runtime_for_bundle_.end() ? "fake" : it->second;
           return config;
         },
-        [this] { shutdown_called_ = true; });
+        *lifetime_);
     server_ = std::make_unique<ttrpc::Server>(*loop_);
     tasks_->RegisterWith(*server_);
     auto pair = ttrpc::testing::MakeSocketPair();
@@ -279,6 +281,7 @@ class ShimHarness : private ttrpc::testing::FdLeakCheck, public ::testing::Test 
   std::unique_ptr<ttrpc::Client> client_;
   std::map<std::string, std::string> runtime_for_bundle_;  // bundle -> runtime binary name
   bool shutdown_called_ = false;
+  std::unique_ptr<ServerLifetime> lifetime_;
 
  private:
   static tv2::StartRequest StartRequest(const std::string& id, const std::string& exec_id) {

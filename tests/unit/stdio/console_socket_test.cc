@@ -1,16 +1,19 @@
 // Tests for ConsoleSocket: receiving a real pty master sent as runc sends it,
 // the short-path fallback, and a runtime that sends nothing or a non-tty.
+#include "runtime/console_socket.h"
+
 #include <gtest/gtest.h>
 #include <pty.h>
 #include <sys/stat.h>
 
 #include <optional>
 
-#include "shim/stdio/console_socket_internal.h"
 #include "tests/unit/stdio/stdio_test_util.h"
 
-namespace hull::shim::stdio {
+namespace hull::runtime {
 namespace {
+
+namespace testing = shim::stdio::testing;
 
 using testing::SendFd;
 using testing::TempDir;
@@ -113,4 +116,4 @@ TEST_F(ConsoleSocketTest, DroppedBeforeAnyConnectionLeavesNothing) {
 }
 
 }  // namespace
-}  // namespace hull::shim::stdio
+}  // namespace hull::runtime

@@ -20,6 +20,7 @@
 namespace hull::shim {
 namespace {
 
+using runtime::ProcessStdio;
 using std::chrono::milliseconds;
 using stdio::testing::ProcessGone;
 using stdio::testing::ReadAvailable;

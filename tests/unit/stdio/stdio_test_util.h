@@ -22,28 +22,15 @@
 #include "base/event_loop.h"
 #include "base/reaper.h"
 #include "base/unique_fd.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/base/fd_count.h"
 
 namespace hull::shim::stdio::testing {
 
 inline constexpr std::chrono::seconds kWait(10);
 
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = "/tmp/hull-stdio-test-XXXXXX";
-    if (::mkdtemp(templ.data()) != nullptr) path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+// The one temporary-directory fixture (tests/support/temp_dir.h).
+using hull::testing::TempDir;
 
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
 #include "tests/unit/ttrpc/test_util.h"
 #include "ttrpc/envelope_internal.h"
 #include "ttrpc/server.h"
@@ -348,10 +349,10 @@ TEST(ClientConnectTest, MissingSocketIsAnError) {
 // Client and Server together, over a real socket path.
 class ClientServerTest : public FdLeakCheck, public ::testing::Test {
  protected:
+  hull::testing::TempDir tmp_{"hull-ttrpc"};  // dir_ lives in it
   ClientServerTest() : loop_(testing::NewLoop()), server_(std::make_unique<Server>(*loop_)) {
-    char dir_template[] = "/tmp/hull-ttrpc-XXXXXX";
-    EXPECT_NE(::mkdtemp(dir_template), nullptr);
-    dir_ = dir_template;
+    EXPECT_TRUE(tmp_.ok());
+    dir_ = tmp_.path();
     path_ = dir_ + "/ttrpc.sock";
     server_->Register("svc", "Echo", [](const CallContext&, std::string p, Responder r) {
       r.Reply(std::move(p));
