@@ -152,7 +152,7 @@ class VmBackend final : public Backend {
   std::string netns_path_;  // the wired pod network namespace, if any
   pid_t qemu_pid_ = 0;
   pid_t template_pid_ = 0;  // a template VM being built for this pod's shape
-  VmCapacity capacity_;  // what the VM booted with: Update's bound
+  VmCapacity capacity_;     // what the VM booted with: Update's bound
   std::vector<std::function<void()>> on_qemu_exit_;
   std::function<void(int)> on_sandbox_exit_;  // StartSandbox's
   std::shared_ptr<AgentClient> agent_;
