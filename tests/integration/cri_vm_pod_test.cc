@@ -9,11 +9,14 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/magic.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -191,15 +194,31 @@ class CriVmPodTest : public ::testing::TestWithParam<Containerd> {
       std::cerr << containerd_->LogTail(80) << "\n";
     }
     containerd_.reset();
+    if (templates_mounted_) ::umount2(kTemplateRoot, MNT_DETACH);
     if (!cgroup_parent_.empty()) RemoveCgroupParent(cgroup_parent_);
     if (!config_dir_.empty()) fs::remove_all(config_dir_);
   }
 
   // The hull-vm handler's config: each pod's shim reads it at its start.
   void UseTemplates(bool on) {
+    if (on) MountTemplateTmpfs();
     std::ofstream(config_dir_ + "/hull-vm.toml")
         << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\ntemplates = "
         << (on ? "true" : "false") << "\n";
+  }
+
+  // The shim refuses a template cache that is not on tmpfs (docs/vm.md,
+  // "Template clones"); where /run is not tmpfs (a container's root, as on
+  // the CI machine) the test gives the cache a tmpfs of its own for its run.
+  void MountTemplateTmpfs() {
+    fs::create_directories(kTemplateRoot, ec_);
+    struct statfs st {};
+    if (::statfs(kTemplateRoot, &st) == 0 && st.f_type == TMPFS_MAGIC) return;
+    ASSERT_EQ(::mount("tmpfs", kTemplateRoot, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                      "mode=0700,size=2g"),
+              0)
+        << "mount a tmpfs on " << kTemplateRoot << ": " << std::strerror(errno);
+    templates_mounted_ = true;
   }
 
   // How the pod's VM started ("cold", "clone", "template+clone"), from the
@@ -313,6 +332,7 @@ class CriVmPodTest : public ::testing::TestWithParam<Containerd> {
   std::unique_ptr<CriClient> cri_;
   std::string cgroup_parent_;
   mutable std::error_code ec_;
+  bool templates_mounted_ = false;  // MountTemplateTmpfs mounted one
 };
 
 TEST_P(CriVmPodTest, SizedVmPodRunsTwoContainersInOneGuest) {
