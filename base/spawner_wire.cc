@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "base/received_fds.h"
+
 namespace hull::spawner_wire {
 
 bool Reader::U8(uint8_t& v) {
@@ -169,15 +171,7 @@ Result<Received> ReceiveMessage(int sock) {
     return got;
   }
   if (n < 0) return ErrnoError("recvmsg", "spawner channel");
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-      got.fds.emplace_back(fd);
-    }
-  }
+  got.fds = TakeReceivedFds(msg);
   if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
     return InvalidArgumentError("spawner: truncated message");
   }

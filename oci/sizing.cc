@@ -314,14 +314,22 @@ PodSize ComputePodSize(SizeSource source, const CpuMemory& workload, const CpuMe
 }
 
 uint64_t ContainerMemoryMib(uint64_t memory_mib, const SizingPolicy& policy) {
+  // The largest workload whose total (it plus its overhead, which grows with
+  // it) fits: the total never falls as the workload grows, so a bisection
+  // finds it in at most 64 steps, whatever the size.
   auto total = [&](uint64_t w) { return SaturatingAdd(w, GuestMemoryOverheadMib(w, policy)); };
-  uint64_t w =
-      memory_mib > policy.overhead_memory_mib ? memory_mib - policy.overhead_memory_mib : 0;
-  // The overhead grows with the workload: step down by the excess, then up
-  // while one more MiB still fits.
-  while (w > 0 && total(w) > memory_mib) w -= std::min(w, total(w) - memory_mib);
-  while (w < memory_mib && total(w + 1) <= memory_mib) ++w;
-  return w;
+  if (total(0) > memory_mib) return 0;
+  uint64_t fits = 0;
+  uint64_t too_big_above = memory_mib;  // every w > this is too big
+  while (fits < too_big_above) {
+    const uint64_t mid = fits + (too_big_above - fits) / 2 + 1;  // in (fits, too_big_above]
+    if (total(mid) <= memory_mib) {
+      fits = mid;
+    } else {
+      too_big_above = mid - 1;
+    }
+  }
+  return fits;
 }
 
 PodSize SizeFromAnnotations(const std::map<std::string, std::string>& annotations,

@@ -1,4 +1,4 @@
-// ConsoleSocket: see console_socket_internal.h. The runtime side (runc's
+// ConsoleSocket: see console_socket.h. The runtime side (runc's
 // utils.SendFd) connects, sends the pty's name as data and the master as one
 // SCM_RIGHTS descriptor in a single message, and closes.
 #include "runtime/console_socket.h"
@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "base/received_fds.h"
 
 namespace hull::runtime {
 namespace {
@@ -137,16 +139,7 @@ void ConsoleSocket::OnMessage() {
     Finish(ErrnoError("receive on console socket", path_));
     return;
   }
-  std::vector<UniqueFd> fds;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-      fds.emplace_back(fd);
-    }
-  }
+  std::vector<UniqueFd> fds = TakeReceivedFds(msg);
   if (fds.empty()) {
     Finish(UnknownError(n == 0 ? "runtime closed the console socket without sending a terminal"
                                : "console socket: message without a descriptor"));

@@ -264,6 +264,28 @@ TEST(SizingTest, HugeValuesSaturate) {
   EXPECT_EQ(size.pod_cpu_millis, std::numeric_limits<uint64_t>::max());
 }
 
+// The containers' share of a VM is the largest workload whose total (it plus
+// its guest overhead) fits the VM, for every VM size, the huge ones included.
+TEST(SizingTest, ContainerMemoryIsTheLargestWorkloadThatFits) {
+  const uint64_t max = std::numeric_limits<uint64_t>::max();
+  auto total = [&](uint64_t w) {  // saturating, as sizing's arithmetic is
+    return std::min<unsigned __int128>(
+        static_cast<unsigned __int128>(w) + GuestMemoryOverheadMib(w, kPolicy), max);
+  };
+  for (uint64_t vm_mib : {uint64_t{0}, uint64_t{111}, uint64_t{112}, uint64_t{113}, uint64_t{376},
+                          uint64_t{2222}, uint64_t{1} << 40, max / 2, max - 1, max}) {
+    SCOPED_TRACE(vm_mib);
+    const uint64_t w = ContainerMemoryMib(vm_mib, kPolicy);
+    if (w > 0) {
+      EXPECT_LE(total(w), vm_mib);
+    }
+    if (w < vm_mib) {
+      EXPECT_GT(total(w + 1), vm_mib);
+    }
+  }
+  EXPECT_EQ(ContainerMemoryMib(376, kPolicy), 256u);
+}
+
 TEST(SizingTest, PolicyGarbageIsHarmless) {
   SizingPolicy policy;
   policy.overhead_vcpus = -3;
