@@ -185,6 +185,15 @@ std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& op
                                           : std::string("hubport,id=net0,hubid=0"),
                              "-device", "virtio-net" + bus + ",netdev=net0,mac=" + nic->mac});
   }
+  // Free page reporting: the guest's virtio_balloon driver reports free
+  // blocks of its RAM (2 MiB and up) and QEMU discards them, so memory a
+  // workload used and freed goes back to the host. Only for memfd RAM (a cold
+  // boot): QEMU 7.2 discards a file-backed block by punching a hole in the
+  // file, even where the mapping is private, so in a clone it would cut
+  // pages out of the template's RAM file that every clone maps.
+  if (ram.file.empty()) {
+    argv.insert(argv.end(), {"-device", "virtio-balloon" + bus + ",free-page-reporting=on"});
+  }
   if (!ram.qmp_socket.empty()) {
     argv.insert(argv.end(), {"-qmp", "unix:" + ram.qmp_socket + ",server=on,wait=off"});
   }

@@ -93,6 +93,22 @@ TEST(QemuArgvTest, PcAndKvm) {
   EXPECT_NE(append.find(" transparent_hugepage=never"), std::string::npos);
 }
 
+// A cold boot (memfd RAM) reports free pages to QEMU; a template or a clone
+// (RAM in the template's file, which QEMU 7.2 would punch holes into) does not.
+TEST(QemuArgvTest, FreePageReportingOnlyForMemfdRam) {
+  const std::string balloon = "virtio-balloon-device,free-page-reporting=on";
+  EXPECT_TRUE(Has(QemuArgv(kAssets, VmOptions{}, 1, 256, kPaths, ""), balloon));
+  EXPECT_TRUE(Has(QemuArgv(kAssets, VmOptions{.machine = "pc"}, 1, 256, kPaths, ""),
+                  "virtio-balloon-pci,free-page-reporting=on"));
+  for (const GuestRam& ram :
+       {GuestRam{.file = "/t/ram", .share = true}, GuestRam{.file = "/t/ram", .incoming = true}}) {
+    auto argv = QemuArgv(kAssets, VmOptions{}, 1, 256, kPaths, "", std::nullopt, ram);
+    EXPECT_FALSE(std::any_of(argv.begin(), argv.end(), [](const std::string& a) {
+      return a.find("virtio-balloon") != std::string::npos;
+    }));
+  }
+}
+
 TEST(QemuArgvTest, TbSizeZeroIsQemusDefault) {
   auto argv = QemuArgv(kAssets, VmOptions{.tcg_tb_size_mib = 0}, 1, 256, kPaths, "");
   EXPECT_EQ(After(argv, "-accel"), "tcg,thread=multi");
