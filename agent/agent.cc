@@ -120,7 +120,8 @@ int RunAgent(const AgentOptions& options) {
                                    " route(s) in " + std::to_string(us) + " us" +
                                    (s.ok() ? "" : ": " + s.ToString()));
                                return s;
-                             }});
+                             },
+                         .refresh_from_host = RefreshFromHost});
   service.Register(server);
   ContainerService containers(**loop, **reaper,
                               ContainerOptions{.runtime = options.runtime,

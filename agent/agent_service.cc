@@ -56,8 +56,13 @@ AgentService::AgentService(EventLoop& loop, AgentHooks hooks)
 void AgentService::Register(ttrpc::Server& server) {
   server.RegisterUnary<pb::HelloRequest, pb::HelloResponse>(
       kAgentService, "Hello",
-      [this](const ttrpc::CallContext&, pb::HelloRequest,
+      [this](const ttrpc::CallContext&, pb::HelloRequest req,
              ttrpc::TypedResponder<pb::HelloResponse> r) {
+        if (hooks_.refresh_from_host &&
+            (req.host_time_unix_nano() != 0 || !req.entropy().empty())) {
+          Status s = hooks_.refresh_from_host(req.host_time_unix_nano(), req.entropy());
+          if (!s.ok()) return r.Fail(s.WithContext("hello"));
+        }
         Result<SystemInfo> info = ReadSystemInfo();
         if (!info) return r.Fail(info.error().WithContext("hello"));
         pb::HelloResponse resp;

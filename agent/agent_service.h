@@ -29,6 +29,10 @@ struct AgentHooks {
   // Configures the guest's network (CreateSandbox's `network`); default:
   // ConfigureGuestNetwork (guest_network.h).
   std::function<Status(const ::hull::agent::v1::Network& network)> configure_network;
+  // Hello's host clock (ns since the epoch) and entropy (docs/vm.md,
+  // "Template clones"); unset: ignored (tests and fuzzers never touch the
+  // machine's clock). hull-agent sets RefreshFromHost (guest_init.h).
+  std::function<Status(int64_t host_time_unix_nano, const std::string& entropy)> refresh_from_host;
 };
 
 class AgentService {

@@ -2,14 +2,19 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/random.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -176,6 +181,31 @@ Result<std::string> FindVirtioPort(const std::string& name, std::chrono::millise
 Status PowerOff() {
   ::sync();
   if (::reboot(RB_POWER_OFF) != 0) return ErrnoError("reboot(RB_POWER_OFF)");
+  return Status::Ok();
+}
+
+Status RefreshFromHost(int64_t unix_nano, const std::string& entropy) {
+  if (unix_nano > 0) {
+    timespec now{.tv_sec = unix_nano / 1'000'000'000, .tv_nsec = unix_nano % 1'000'000'000};
+    if (::clock_settime(CLOCK_REALTIME, &now) != 0) return ErrnoError("clock_settime", "REALTIME");
+  }
+  if (entropy.empty()) return Status::Ok();
+  constexpr size_t kMaxEntropy = 512;
+  size_t n = std::min(entropy.size(), kMaxEntropy);
+  UniqueFd random(::open("/dev/urandom", O_WRONLY | O_CLOEXEC));
+  if (!random) return ErrnoError("open", "/dev/urandom");
+  // rand_pool_info ends in a flexible array: room for the bytes after it.
+  std::vector<uint8_t> buf(sizeof(rand_pool_info) + kMaxEntropy);
+  auto* info = reinterpret_cast<rand_pool_info*>(buf.data());
+  info->entropy_count = static_cast<int>(n * 8);
+  info->buf_size = static_cast<int>(n);
+  std::memcpy(buf.data() + sizeof(rand_pool_info), entropy.data(), n);
+  if (::ioctl(random.get(), RNDADDENTROPY, info) != 0) {
+    return ErrnoError("ioctl RNDADDENTROPY", "/dev/urandom");
+  }
+  if (::ioctl(random.get(), RNDRESEEDCRNG) != 0) {
+    return ErrnoError("ioctl RNDRESEEDCRNG", "/dev/urandom");
+  }
   return Status::Ok();
 }
 

@@ -29,4 +29,10 @@ Result<std::string> FindVirtioPort(const std::string& name, std::chrono::millise
 // Syncs and powers the machine off; returns only if the kernel refused.
 Status PowerOff();
 
+// Sets the guest's wall clock to `unix_nano` (if non-zero) and mixes
+// `entropy` (if any) into the kernel's pool with RNDADDENTROPY, then forces
+// a CRNG reseed (RNDRESEEDCRNG): a clone of a template VM must not go on with
+// the template's clock and random state.
+Status RefreshFromHost(int64_t unix_nano, const std::string& entropy);
+
 }  // namespace hull::agent

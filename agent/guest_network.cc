@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <vector>
@@ -118,6 +120,19 @@ Result<Ipv4Prefix> ParseIpv4Prefix(std::string_view text) {
   return out;
 }
 
+// "aa:bb:cc:dd:ee:ff" as bytes.
+std::optional<std::array<uint8_t, 6>> ParseMac(const std::string& text) {
+  std::array<uint8_t, 6> mac{};
+  unsigned b[6];
+  char tail;
+  if (std::sscanf(text.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4],
+                  &b[5], &tail) != 6) {
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < 6; ++i) mac[i] = static_cast<uint8_t>(b[i]);
+  return mac;
+}
+
 bool UsesLoopbackRange(const pb::Network& network) {
   for (const pb::NetworkInterface& nic : network.interfaces()) {
     for (const pb::IpAddress& ip : nic.addresses()) {
@@ -131,6 +146,9 @@ bool UsesLoopbackRange(const pb::Network& network) {
 Status ConfigureGuestNetwork(const pb::Network& network, const GuestNetworkPaths& paths) {
   // Check everything before touching anything.
   for (const pb::NetworkInterface& nic : network.interfaces()) {
+    if (!nic.guest_mac().empty() && !ParseMac(nic.mac())) {
+      return InvalidArgumentError("interface " + nic.name() + ": bad MAC \"" + nic.mac() + "\"");
+    }
     for (const pb::IpAddress& ip : nic.addresses()) {
       if (ip.prefix_length() > 32) return InvalidArgumentError("bad prefix length");
       if (auto p = ParseIpv4Prefix(ip.address()); !p) return p.error();
@@ -176,6 +194,20 @@ Status ConfigureGuestNetwork(const pb::Network& network, const GuestNetworkPaths
   for (const pb::NetworkInterface& nic : network.interfaces()) {
     const netlink::Link* link =
         find([&](const netlink::Link& l) { return !l.mac.empty() && l.mac == nic.mac(); });
+    if (link == nullptr && !nic.guest_mac().empty()) {
+      // A clone of a template VM: its NIC has the template's MAC.
+      link = find([&](const netlink::Link& l) { return l.mac == nic.guest_mac(); });
+      if (link != nullptr) {
+        std::optional<std::array<uint8_t, 6>> mac = ParseMac(nic.mac());  // checked above
+        Request set(RTM_NEWLINK, 0);
+        ifinfomsg info{};
+        info.ifi_family = AF_UNSPEC;
+        info.ifi_index = link->index;
+        set.Header(info);
+        set.Attr(IFLA_ADDRESS, mac->data(), mac->size());
+        HULL_RETURN_IF_ERROR(nl.Call(set, "set the MAC of " + link->name + " to " + nic.mac()));
+      }
+    }
     if (link == nullptr) {
       return NotFoundError("no guest NIC has the MAC " + nic.mac() + " (" + nic.name() + ")");
     }

@@ -4,14 +4,18 @@
 // call returns when it is; PodSandboxStatus then says SANDBOX_READY), and to
 // the first container running (RunPodSandbox + CreateContainer +
 // StartContainer; ContainerStatus then says CONTAINER_RUNNING), for the
-// runtime handlers `hull-vm` (hull's vm backend), `hull` (hull with runc) and
-// `runc` (containerd's Go runc shim), interleaved in the same run. The pod is
-// the CRI tests' (1.5 CPUs, 256 MiB: a VM of 2 vCPUs and 320 MiB). Each
-// call is timed by the CRI client itself (CriClient::TimedCall), without
-// the Python client's start-up. Also the host PSS of one idle VM pod (QEMU
-// plus its shim).
-// Prints a Markdown table. Needs root and the guest image next to the shim
-// (tools/guest-image --out <build>/guest-image). Usage: bench_cri_pod [--runs N]
+// runtime handlers `hull-vm-clone` (hull's vm backend, [vm] templates = true:
+// every pod a clone of the template, built by a first pod that is not
+// counted), `hull-vm` (the vm backend's cold boots), `hull` (hull with runc)
+// and `runc` (containerd's Go runc shim), interleaved in the same run. The
+// pod is the CRI tests' (1.5 CPUs, 256 MiB: a VM of 2 vCPUs and 376 MiB).
+// Each call is timed by the CRI client itself (CriClient::TimedCall),
+// without the Python client's start-up. Then the host PSS per idle pod with
+// 1 and with N pods of a handler running at once (QEMU and the shim for VM
+// pods, the shim for the others), 5 s after the last container started.
+// Prints Markdown tables. Needs root and the guest image next to the shim
+// (tools/guest-image --out <build>/guest-image).
+// Usage: bench_cri_pod [--runs N] [--density N (10)]
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -41,25 +46,33 @@ constexpr auto kCriTimeout = 180s;
 struct Handler {
   std::string name;   // CRI runtime handler
   std::string label;  // column title
+  bool vm = false;
   Stats ready, running, stop_remove;
   Stats qemu_pss_kb, shim_pss_kb, pod_pss_kb;  // idle VM pods
+  std::map<int, double> pss_per_pod_kb;        // by pods running at once
 };
 
 int Main(int argc, char** argv) {
   int runs = 3;
+  int density = 10;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--runs" && i + 1 < argc) runs = std::atoi(argv[++i]);
+    if (std::string(argv[i]) == "--density" && i + 1 < argc) density = std::atoi(argv[++i]);
   }
   const std::string load_before = LoadAverage();
   char config_dir[] = "/tmp/hull-bench-cri-XXXXXX";
   if (::mkdtemp(config_dir) == nullptr) return 1;
-  const std::string vm_config = std::string(config_dir) + "/hull-vm.toml";
-  std::ofstream(vm_config) << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\n";
-  const std::string table = "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.hull-vm";
-  itest::ContainerdOptions options{
-      .enable_cri = true,
-      .runtime_handlers_toml = table + "]\n  runtime_type = \"io.containerd.hull.v2\"\n" + table +
-                               ".options]\n  ConfigPath = \"" + vm_config + "\"\n"};
+  std::string handlers_toml;
+  for (const char* name : {"hull-vm", "hull-vm-clone"}) {
+    const std::string config = std::string(config_dir) + "/" + name + ".toml";
+    std::ofstream(config) << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\ntemplates = "
+                          << (std::string(name) == "hull-vm-clone" ? "true" : "false") << "\n";
+    const std::string table =
+        std::string("[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.") + name;
+    handlers_toml += table + "]\n  runtime_type = \"io.containerd.hull.v2\"\n" + table +
+                     ".options]\n  ConfigPath = \"" + config + "\"\n";
+  }
+  itest::ContainerdOptions options{.enable_cri = true, .runtime_handlers_toml = handlers_toml};
   std::string error;
   auto containerd = itest::PrivateContainerd::Start(options, &error);
   if (!containerd) {
@@ -78,69 +91,130 @@ int Main(int argc, char** argv) {
   const std::string cgroup_parent = itest::TestCgroupParent("hull-bench-cri", "pods");
   const std::string tasks = containerd->state() + "/io.containerd.runtime.v2.task/k8s.io/";
 
-  std::vector<Handler> handlers = {{.name = "hull-vm", .label = "hull-vm (vm backend, TCG)"},
-                                   {.name = "hull", .label = "hull (runc)"},
-                                   {.name = "runc", .label = "Go runc shim"}};
+  std::vector<Handler> handlers = {
+      {.name = "hull-vm-clone", .label = "hull-vm, template clones (TCG)", .vm = true},
+      {.name = "hull-vm", .label = "hull-vm, cold boots (TCG)", .vm = true},
+      {.name = "hull", .label = "hull (runc)"},
+      {.name = "runc", .label = "Go runc shim"}};
   auto fail = [&](const std::string& what, const itest::CriReply& r) {
     std::cerr << "bench_cri_pod: " << what << ": " << r.error << "\n"
               << containerd->LogTail(40) << "\n";
     return 1;
   };
   int n = 0;
+  struct Pod {
+    std::string id;
+    itest::CriReply run, created, started;
+  };
+  // A pod of `h` with a busybox `sleep`, both checked.
+  auto start_pod = [&](Handler& h, Pod* out) -> int {
+    const std::string name = "p" + std::to_string(n++);
+    json pod_config =
+        itest::PodSandboxConfigJson(name, cgroup_parent, containerd->dir() + "/pods/" + name);
+    out->run = cri.TimedCall("RunPodSandbox", {{"config", pod_config}, {"runtime_handler", h.name}},
+                             kCriTimeout);
+    if (!out->run.ok) return fail("RunPodSandbox " + h.name, out->run);
+    out->id = out->run.body.value("pod_sandbox_id", "");
+    itest::CriReply status = cri.Call("PodSandboxStatus", {{"pod_sandbox_id", out->id}});
+    if (!status.ok || status.body["status"].value("state", "") != "SANDBOX_READY") {
+      return fail("pod " + name + " is not ready", status);
+    }
+    json config = itest::BusyboxContainerConfig("c", kImage);
+    config["command"] = {"sleep", "3600"};
+    out->created = cri.TimedCall(
+        "CreateContainer",
+        {{"pod_sandbox_id", out->id}, {"config", config}, {"sandbox_config", pod_config}},
+        kCriTimeout);
+    if (!out->created.ok) return fail("CreateContainer " + h.name, out->created);
+    const std::string id = out->created.body.value("container_id", "");
+    out->started = cri.TimedCall("StartContainer", {{"container_id", id}}, kCriTimeout);
+    if (!out->started.ok) return fail("StartContainer " + h.name, out->started);
+    itest::CriReply cstatus = cri.Call("ContainerStatus", {{"container_id", id}});
+    if (!cstatus.ok || cstatus.body["status"].value("state", "") != "CONTAINER_RUNNING") {
+      return fail("container of " + name + " is not running", cstatus);
+    }
+    return 0;
+  };
+  auto stop_pod = [&](Handler& h, const std::string& pod_id, double* ms) -> int {
+    itest::CriReply stop =
+        cri.TimedCall("StopPodSandbox", {{"pod_sandbox_id", pod_id}}, kCriTimeout);
+    if (!stop.ok) return fail("StopPodSandbox " + h.name, stop);
+    itest::CriReply remove =
+        cri.TimedCall("RemovePodSandbox", {{"pod_sandbox_id", pod_id}}, kCriTimeout);
+    if (!remove.ok) return fail("RemovePodSandbox " + h.name, remove);
+    if (ms != nullptr) *ms = stop.call_ms + remove.call_ms;
+    return 0;
+  };
+  // The host memory of an idle pod: QEMU and the shim that started it (VM
+  // pods), or the shim serving it.
+  struct Pss {
+    long qemu = 0, shim = 0;
+  };
+  auto pss_of = [&](const Handler& h, const std::string& pod_id) {
+    Pss p;
+    if (h.vm) {
+      std::ifstream in(tasks + pod_id + "/hull-vm.json");
+      json record = json::parse(in, nullptr, false);
+      pid_t qemu = record.is_object() ? record.value("qemu_pid", 0) : 0;
+      if (qemu > 0) p = {itest::PssKb(qemu), itest::PssKb(itest::ParentShim(qemu))};
+      return p;
+    }
+    for (pid_t pid : itest::ProcessesMatching("-id " + pod_id)) {
+      if (itest::Cmdline(pid).find("containerd-shim") != std::string::npos) {
+        p.shim += itest::PssKb(pid);
+      }
+    }
+    return p;
+  };
+
+  // The clone handler's template: built by a pod that is not counted.
+  {
+    Pod warm;
+    if (int rc = start_pod(handlers[0], &warm); rc != 0) return rc;
+    if (int rc = stop_pod(handlers[0], warm.id, nullptr); rc != 0) return rc;
+  }
   for (int run = 0; run < runs; ++run) {
     for (Handler& h : handlers) {
-      const std::string name = "p" + std::to_string(n++);
-      json pod_config =
-          itest::PodSandboxConfigJson(name, cgroup_parent, containerd->dir() + "/pods/" + name);
-      itest::CriReply pod = cri.TimedCall(
-          "RunPodSandbox", {{"config", pod_config}, {"runtime_handler", h.name}}, kCriTimeout);
-      if (!pod.ok) return fail("RunPodSandbox " + h.name, pod);
-      const std::string pod_id = pod.body.value("pod_sandbox_id", "");
-      itest::CriReply status = cri.Call("PodSandboxStatus", {{"pod_sandbox_id", pod_id}});
-      if (!status.ok || status.body["status"].value("state", "") != "SANDBOX_READY") {
-        return fail("pod " + name + " is not ready", status);
-      }
-      json config = itest::BusyboxContainerConfig("c", kImage);
-      config["command"] = {"sleep", "3600"};
-      itest::CriReply created = cri.TimedCall(
-          "CreateContainer",
-          {{"pod_sandbox_id", pod_id}, {"config", config}, {"sandbox_config", pod_config}},
-          kCriTimeout);
-      if (!created.ok) return fail("CreateContainer " + h.name, created);
-      const std::string id = created.body.value("container_id", "");
-      itest::CriReply started =
-          cri.TimedCall("StartContainer", {{"container_id", id}}, kCriTimeout);
-      if (!started.ok) return fail("StartContainer " + h.name, started);
-      itest::CriReply cstatus = cri.Call("ContainerStatus", {{"container_id", id}});
-      if (!cstatus.ok || cstatus.body["status"].value("state", "") != "CONTAINER_RUNNING") {
-        return fail("container of " + name + " is not running", cstatus);
-      }
-      h.ready.samples.push_back(pod.call_ms);
-      h.running.samples.push_back(pod.call_ms + created.call_ms + started.call_ms);
-
-      if (h.name == "hull-vm") {
-        // The idle pod's host memory: QEMU and the shim that started it.
+      Pod pod;
+      if (int rc = start_pod(h, &pod); rc != 0) return rc;
+      h.ready.samples.push_back(pod.run.call_ms);
+      h.running.samples.push_back(pod.run.call_ms + pod.created.call_ms + pod.started.call_ms);
+      if (h.vm) {
         std::this_thread::sleep_for(5s);
-        std::ifstream in(tasks + pod_id + "/hull-vm.json");
-        json record = json::parse(in, nullptr, false);
-        pid_t qemu = record.is_object() ? record.value("qemu_pid", 0) : 0;
-        if (qemu > 0) {
-          const long q = itest::PssKb(qemu), shim = itest::PssKb(itest::ParentShim(qemu));
-          h.qemu_pss_kb.samples.push_back(static_cast<double>(q));
-          h.shim_pss_kb.samples.push_back(static_cast<double>(shim));
-          h.pod_pss_kb.samples.push_back(static_cast<double>(q + shim));
-        }
+        Pss p = pss_of(h, pod.id);
+        h.qemu_pss_kb.samples.push_back(static_cast<double>(p.qemu));
+        h.shim_pss_kb.samples.push_back(static_cast<double>(p.shim));
+        h.pod_pss_kb.samples.push_back(static_cast<double>(p.qemu + p.shim));
       }
-      itest::CriReply stop =
-          cri.TimedCall("StopPodSandbox", {{"pod_sandbox_id", pod_id}}, kCriTimeout);
-      if (!stop.ok) return fail("StopPodSandbox " + h.name, stop);
-      itest::CriReply remove =
-          cri.TimedCall("RemovePodSandbox", {{"pod_sandbox_id", pod_id}}, kCriTimeout);
-      if (!remove.ok) return fail("RemovePodSandbox " + h.name, remove);
-      h.stop_remove.samples.push_back(stop.call_ms + remove.call_ms);
+      double ms = 0;
+      if (int rc = stop_pod(h, pod.id, &ms); rc != 0) return rc;
+      h.stop_remove.samples.push_back(ms);
       std::cerr << "bench_cri_pod: run " << run + 1 << "/" << runs << " " << h.name << ": ready "
-                << pod.call_ms << " ms, running " << pod.call_ms + created.call_ms + started.call_ms
-                << " ms\n";
+                << pod.run.call_ms << " ms, running "
+                << pod.run.call_ms + pod.created.call_ms + pod.started.call_ms << " ms\n";
+    }
+  }
+  // Density: 1, then `density` idle pods of one handler at once; PSS per pod.
+  std::vector<int> counts = {1};
+  if (density > 1) counts.push_back(density);
+  for (Handler& h : handlers) {
+    for (int count : counts) {
+      std::vector<Pod> pods(static_cast<size_t>(count));
+      for (Pod& pod : pods) {
+        if (int rc = start_pod(h, &pod); rc != 0) return rc;
+      }
+      std::this_thread::sleep_for(5s);
+      long total = 0;
+      for (const Pod& pod : pods) {
+        Pss p = pss_of(h, pod.id);
+        total += p.qemu + p.shim;
+      }
+      h.pss_per_pod_kb[count] = static_cast<double>(total) / count;
+      std::cerr << "bench_cri_pod: " << h.name << ": " << count << " idle pods, " << total / count
+                << " kB PSS each\n";
+      for (const Pod& pod : pods) {
+        if (int rc = stop_pod(h, pod.id, nullptr); rc != 0) return rc;
+      }
     }
   }
   containerd.reset();
@@ -168,6 +242,15 @@ int Main(int argc, char** argv) {
       [](const Handler& h) { return h.pod_pss_kb.Cell(); });
   row("&nbsp;&nbsp;of which QEMU (kB)", [](const Handler& h) { return h.qemu_pss_kb.Cell(); });
   row("&nbsp;&nbsp;of which the shim (kB)", [](const Handler& h) { return h.shim_pss_kb.Cell(); });
+  for (int count : counts) {
+    row("host PSS per idle pod, " + std::to_string(count) + " pod" + (count > 1 ? "s" : "") +
+            " running (kB; VM pods: QEMU + shim; others: the shim)",
+        [count](const Handler& h) {
+          auto it = h.pss_per_pod_kb.find(count);
+          return it == h.pss_per_pod_kb.end() ? std::string("—")
+                                              : std::to_string(static_cast<long>(it->second));
+        });
+  }
   return 0;
 }
 

@@ -345,7 +345,9 @@ Result<std::string> GetOneOf(const toml::node& node, std::string_view origin, st
                  "vm." + std::string(key) + ": \"" + value + "\" is not one of " + list);
 }
 
-constexpr uint32_t kMaxAgentTimeoutMs = 3'600'000;  // an hour
+constexpr uint32_t kMaxAgentTimeoutMs = 3'600'000;     // an hour
+constexpr uint32_t kMaxTbSizeMib = 4096;               // QEMU's own cap is 2 GiB+
+constexpr uint32_t kMaxTemplateCacheMib = 16'777'216;  // 16 TiB
 
 Status ApplyVm(const toml::table& table, std::string_view origin, VmOptions& vm) {
   for (auto&& [name, node] : table) {
@@ -368,6 +370,13 @@ Status ApplyVm(const toml::table& table, std::string_view origin, VmOptions& vm)
     } else if (key == "agent_timeout_ms") {
       applied =
           Assign(GetUint32InRange(node, origin, key, 1, kMaxAgentTimeoutMs), vm.agent_timeout_ms);
+    } else if (key == "tcg_tb_size_mib") {
+      applied = Assign(GetUint32InRange(node, origin, key, 0, kMaxTbSizeMib), vm.tcg_tb_size_mib);
+    } else if (key == "templates") {
+      applied = Assign(GetBool(node, origin, key), vm.templates);
+    } else if (key == "template_cache_mib") {
+      applied = Assign(GetUint32InRange(node, origin, key, 0, kMaxTemplateCacheMib),
+                       vm.template_cache_mib);
     } else {
       return Invalid(origin, node, "unknown key \"vm." + std::string(key) + "\"");
     }
@@ -378,10 +387,17 @@ Status ApplyVm(const toml::table& table, std::string_view origin, VmOptions& vm)
 
 toml::table VmTable(const VmOptions& vm) {
   return toml::table{
-      {"qemu", vm.qemu},           {"kernel", vm.kernel},
-      {"initramfs", vm.initramfs}, {"kernel_args", vm.kernel_args},
-      {"machine", vm.machine},     {"accel", vm.accel},
-      {"share", vm.share},         {"agent_timeout_ms", static_cast<int64_t>(vm.agent_timeout_ms)},
+      {"qemu", vm.qemu},
+      {"kernel", vm.kernel},
+      {"initramfs", vm.initramfs},
+      {"kernel_args", vm.kernel_args},
+      {"machine", vm.machine},
+      {"accel", vm.accel},
+      {"share", vm.share},
+      {"agent_timeout_ms", static_cast<int64_t>(vm.agent_timeout_ms)},
+      {"tcg_tb_size_mib", static_cast<int64_t>(vm.tcg_tb_size_mib)},
+      {"templates", vm.templates},
+      {"template_cache_mib", static_cast<int64_t>(vm.template_cache_mib)},
   };
 }
 

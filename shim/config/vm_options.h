@@ -22,6 +22,18 @@ struct VmOptions {
   uint32_t agent_timeout_ms = 60'000;
   // Extra kernel command line, appended to hull's.
   std::string kernel_args;
+  // TCG's translation cache in MiB (QEMU's `tb-size`; its default is 1 GiB,
+  // grown on demand, docs/vm.md "Host memory"); 0: QEMU's default. Not used
+  // under KVM.
+  uint32_t tcg_tb_size_mib = 32;
+  // Pods of one shape start as copy-on-write clones of a template VM
+  // (docs/vm.md, "Template clones"). Clones share the template's pages with
+  // each other: a side channel between pods (docs/security.md), so off unless
+  // the operator turns it on.
+  bool templates = false;
+  // The template cache's bound: the RAM the templates of all shapes hold
+  // on tmpfs, in MiB. The oldest used template goes first.
+  uint32_t template_cache_mib = 1024;
   friend bool operator==(const VmOptions&, const VmOptions&) = default;
 };
 

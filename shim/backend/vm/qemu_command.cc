@@ -130,7 +130,8 @@ Status CheckFits(uint32_t vcpus, uint64_t memory_mib, const HostCapacity& host) 
 
 std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& options,
                                   uint32_t vcpus, uint64_t memory_mib, const VmPaths& paths,
-                                  const std::string& tsc_khz, const std::optional<GuestNic>& nic) {
+                                  const std::string& tsc_khz, const std::optional<GuestNic>& nic,
+                                  const GuestRam& ram) {
   const bool microvm = options.machine != "pc";
   const bool kvm = options.accel == "kvm";
   // transparent_hugepage=never: with THP on (guests of 1 GiB and more here),
@@ -145,17 +146,29 @@ std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& op
   }
   if (!options.kernel_args.empty()) append += " " + options.kernel_args;
   const std::string bus = microvm ? "-device" : "-pci";
+  std::string accel = "kvm";
+  if (!kvm) {
+    accel = "tcg,thread=multi";
+    if (options.tcg_tb_size_mib > 0) accel += ",tb-size=" + std::to_string(options.tcg_tb_size_mib);
+  }
+  const std::string size = std::to_string(memory_mib) + "M";
+  const std::string backend = ram.file.empty() ? "memory-backend-memfd,id=ram0,size=" + size
+                                               : "memory-backend-file,id=ram0,size=" + size +
+                                                     ",mem-path=" + ram.file +
+                                                     ",share=" + (ram.share ? "on" : "off");
   // One option and its value a line.
   // clang-format off
   std::vector<std::string> argv = {
       assets.qemu,
       "-M", microvm ? "microvm" : "pc",
       "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
-      "-accel", kvm ? "kvm" : "tcg,thread=multi",
+      "-accel", accel,
       "-cpu", kvm ? "host" : "max",
       // maxcpus = the boot count and no memory slots: nothing to hotplug.
       "-smp", std::to_string(vcpus) + ",maxcpus=" + std::to_string(vcpus),
       "-m", std::to_string(memory_mib),
+      "-object", backend,
+      "-machine", "memory-backend=ram0",
       "-kernel", assets.kernel, "-initrd", assets.initramfs, "-append", append,
       "-chardev", "file,id=console,path=" + paths.console_log,
       "-serial", "chardev:console",
@@ -167,9 +180,26 @@ std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& op
   };
   // clang-format on
   if (nic) {
-    argv.insert(argv.end(), {"-netdev", "tap,id=net0,fd=" + std::to_string(nic->fd), "-device",
-                             "virtio-net" + bus + ",netdev=net0,mac=" + nic->mac});
+    argv.insert(argv.end(), {"-netdev",
+                             nic->fd >= 0 ? "tap,id=net0,fd=" + std::to_string(nic->fd)
+                                          : std::string("hubport,id=net0,hubid=0"),
+                             "-device", "virtio-net" + bus + ",netdev=net0,mac=" + nic->mac});
   }
+  // Free page reporting: the guest's virtio_balloon driver reports free
+  // blocks of its RAM (2 MiB and up) and QEMU discards them, so memory a
+  // workload used and freed goes back to the host. Only for memfd RAM (a cold
+  // boot): QEMU 7.2 discards a file-backed block by punching a hole in the
+  // file, even where the mapping is private, so in a clone it would cut
+  // pages out of the template's RAM file that every clone maps.
+  if (ram.file.empty()) {
+    argv.insert(argv.end(), {"-device", "virtio-balloon" + bus + ",free-page-reporting=on"});
+  }
+  if (!ram.qmp_socket.empty()) {
+    argv.insert(argv.end(), {"-qmp", "unix:" + ram.qmp_socket + ",server=on,wait=off"});
+  }
+  // QEMU 7.2 takes x-ignore-shared only over QMP, so the stream is named
+  // there too.
+  if (ram.incoming) argv.insert(argv.end(), {"-incoming", "defer"});
   if (microvm) {
     argv.insert(argv.begin() + 3, {"-global", "virtio-mmio.force-legacy=false"});
   }

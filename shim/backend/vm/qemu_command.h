@@ -58,21 +58,37 @@ struct VmPaths {
 };
 
 // The guest's NIC: a tap device QEMU gets as descriptor `fd` (its number in
-// QEMU), and the guest NIC's MAC (the pod's eth0's).
+// QEMU), and the guest NIC's MAC (the pod's eth0's). A template VM's NIC has
+// no tap (`fd` < 0: an unconnected hub port): its clones get theirs.
 struct GuestNic {
   int fd = 3;
   std::string mac;
+};
+
+// Where the guest's RAM lives (docs/vm.md, "Host memory"). By default a
+// memfd: shmem, which host THP leaves alone (anonymous RAM is faulted in
+// 2 MiB granules). A template's RAM is a file on tmpfs that QEMU writes
+// (`share`); a clone maps that file copy-on-write (not `share`) and waits
+// (`incoming`) for the template's device state, which hull hands it over
+// QMP (`qmp_socket`, also how hull stops a template and saves its state).
+struct GuestRam {
+  std::string file;
+  bool share = false;
+  bool incoming = false;
+  std::string qmp_socket;
 };
 
 // QEMU's argv: -nodefaults -no-user-config, -smp and -m fixed at boot (no
 // hotplug slots, no hotpluggable device), the serial console into
 // `console_log`, the virtio-serial agent port on a socket and the one 9p
 // share, and with `nic` a virtio-net device on that tap. `tsc_khz` (microvm
-// under TCG needs it, docs/vm.md) may be empty.
+// under TCG needs it, docs/vm.md) may be empty. A template and its clones
+// get the same argv but for `paths`, the NIC's backend and `ram`.
 std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& options,
                                   uint32_t vcpus, uint64_t memory_mib, const VmPaths& paths,
                                   const std::string& tsc_khz,
-                                  const std::optional<GuestNic>& nic = std::nullopt);
+                                  const std::optional<GuestNic>& nic = std::nullopt,
+                                  const GuestRam& ram = {});
 
 // The host's TSC rate in kHz from /proc/cpuinfo ("cpu MHz"), or "".
 std::string HostTscKhz();

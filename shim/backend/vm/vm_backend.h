@@ -26,6 +26,7 @@
 #include "shim/backend/vm/pod_share.h"
 #include "shim/backend/vm/qemu_command.h"
 #include "shim/backend/vm/vm_resize.h"
+#include "shim/backend/vm/vm_template.h"
 
 namespace hull::shim::vm {
 
@@ -91,7 +92,23 @@ class VmBackend final : public Backend {
     std::function<void()> on_oom;
   };
 
+  struct TemplateBuilder;
   // Boot steps (PrepareSandbox).
+  // Starts the pod's QEMU: a cold boot, or a clone of `clone_of`.
+  void StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> clone_of);
+  // Template clones (vm_clone.cc, docs/vm.md "Template clones"): the pod
+  // starts as a clone of its shape's template, which the first pod of the
+  // shape builds. Anything wrong with a template ends in a cold boot.
+  void BootFromTemplate(std::shared_ptr<Boot> boot);
+  void SpawnTemplate(std::shared_ptr<Boot> boot);
+  void ConnectTemplate(std::shared_ptr<Boot> boot);
+  void SaveTemplate(std::shared_ptr<Boot> boot);
+  void WaitTemplateSaved(std::shared_ptr<Boot> boot);
+  void TemplateFailed(std::shared_ptr<Boot> boot, const Status& status);
+  void KillTemplate();
+  void RestoreClone(std::shared_ptr<Boot> boot);
+  void WaitCloneRestored(std::shared_ptr<Boot> boot);
+  void CloneFailed(std::shared_ptr<Boot> boot, const Status& status);
   void Connect(std::shared_ptr<Boot> boot);
   void JoinPodCgroupV1(const std::optional<std::string>& pod);
   void SayHello(std::shared_ptr<Boot> boot);
@@ -134,7 +151,8 @@ class VmBackend final : public Backend {
   std::unique_ptr<PodShare> share_;
   std::string netns_path_;  // the wired pod network namespace, if any
   pid_t qemu_pid_ = 0;
-  VmCapacity capacity_;  // what the VM booted with: Update's bound
+  pid_t template_pid_ = 0;  // a template VM being built for this pod's shape
+  VmCapacity capacity_;     // what the VM booted with: Update's bound
   std::vector<std::function<void()>> on_qemu_exit_;
   std::function<void(int)> on_sandbox_exit_;  // StartSandbox's
   std::shared_ptr<AgentClient> agent_;

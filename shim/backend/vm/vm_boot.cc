@@ -3,6 +3,7 @@
 // See vm_backend.h.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,29 +16,13 @@
 #include "cgroups/cgroups.h"
 #include "shim/backend/vm/pod_network.h"
 #include "shim/backend/vm/vm_backend.h"
+#include "shim/backend/vm/vm_backend_internal.h"
 #include "shim/mount/mount.h"
 
 namespace hull::shim::vm {
 
 namespace pb = ::hull::agent::v1;
 using namespace std::chrono_literals;
-
-// What PrepareSandbox needs between its steps.
-struct VmBackend::Boot {
-  Done done;
-  uint32_t vcpus = 0;
-  uint64_t memory_mib = 0;
-  std::string hostname;
-  // What the guest's eth0 gets (CreateSandbox); interfaces empty: no NIC.
-  pb::Network network;
-  EventLoop::Clock::time_point started;  // QEMU spawned
-  EventLoop::Clock::time_point deadline;
-  int64_t network_setup_us = 0;  // WireNetwork's cost on the start path
-  std::chrono::milliseconds timeout{0};
-  EventHandle retry;
-  Status last_error;
-  bool finished = false;
-};
 
 namespace {
 
@@ -56,6 +41,18 @@ Status MakeDirs(const std::string& path, mode_t mode) {
 // The largest resolv.conf passed to the guest.
 constexpr size_t kMaxResolvConf = 64 * 1024;
 
+// The host's clock and random bytes for the guest (HelloRequest): a clone
+// must not go on with its template's.
+void SetHostState(pb::HelloRequest& hello) {
+  hello.set_host_time_unix_nano(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count());
+  std::string entropy(64, '\0');
+  if (::getrandom(entropy.data(), entropy.size(), 0) == static_cast<ssize_t>(entropy.size())) {
+    hello.set_entropy(std::move(entropy));
+  }
+}
+
 }  // namespace
 
 VmBackend::VmBackend(EventLoop& loop, Reaper& reaper, RuntimeOptions options, std::string self_exe,
@@ -68,6 +65,7 @@ VmBackend::VmBackend(EventLoop& loop, Reaper& reaper, RuntimeOptions options, st
 
 VmBackend::~VmBackend() {
   *alive_ = false;
+  KillTemplate();
   containers_.clear();
   if (agent_) agent_->Close();
   // A VM still running goes with the backend (the server is exiting).
@@ -96,6 +94,7 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
     return Post(std::move(done), FailedPreconditionError("the pod's VM is running already"));
   }
   auto boot = std::make_shared<Boot>();
+  boot->requested = EventLoop::Clock::now();
   boot->done = std::move(done);
   boot->vcpus = req.size && req.size->vcpus > 0 ? req.size->vcpus : 1;
   boot->memory_mib = req.size && req.size->memory_mib > 0 ? req.size->memory_mib : 256;
@@ -124,16 +123,29 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
   sandbox_id_ = req.id;
   bundle_ = req.bundle;
   run_dir_ = std::string(kRunRoot) + "/" + req.id;
-  VmPaths paths{.agent_socket = run_dir_ + "/agent.sock",
-                .console_log = bundle_ + "/" + std::string(kConsoleLogFile),
-                .share_dir = run_dir_ + "/share"};
-  if (paths.agent_socket.size() > 107) {
+  if (run_dir_.size() + sizeof("/agent.sock") > 108) {
+    Status too_long = InvalidArgumentError("the agent socket path " + run_dir_ +
+                                           "/agent.sock is too long (the pod id is)");
     run_dir_.clear();
-    return FailBoot(boot, InvalidArgumentError("the agent socket path " + paths.agent_socket +
-                                               " is too long (the pod id is)"));
+    return FailBoot(boot, too_long);
   }
   // A run directory left by an earlier shim of this pod goes first.
   if (::access(run_dir_.c_str(), F_OK) == 0) CleanUp();
+  boot->assets = std::move(*assets);
+  boot->net = std::move(net);
+  boot->pod_cgroup = req.pod_cgroup;
+  boot->container_memory_mib = req.size ? req.size->container_memory_mib : 0;
+  if (options_.vm.templates) return BootFromTemplate(boot);
+  StartPodVm(boot, std::nullopt);
+}
+
+void VmBackend::StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> clone_of) {
+  ++boot->attempt;
+  boot->clone_of = std::move(clone_of);
+  const bool clone = boot->clone_of.has_value();
+  VmPaths paths{.agent_socket = run_dir_ + "/agent.sock",
+                .console_log = bundle_ + "/" + std::string(kConsoleLogFile),
+                .share_dir = run_dir_ + "/share"};
   Status made = MakeDirs(paths.share_dir, 0700);
   if (!made.ok()) return FailBoot(boot, made);
   share_ = std::make_unique<PodShare>(paths.share_dir);
@@ -141,7 +153,7 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
   UniqueFd log(
       ::open((run_dir_ + "/qemu.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!log.valid()) return FailBoot(boot, ErrnoError("open", run_dir_ + "/qemu.log"));
-  Result<std::optional<PodNic>> nic = WireNetwork(net, boot.get());
+  Result<std::optional<PodNic>> nic = WireNetwork(boot->net, boot.get());
   if (!nic) return FailBoot(boot, nic.error());
   std::optional<GuestNic> guest_nic;
   SpawnOptions spawn{
@@ -149,20 +161,37 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
   if (*nic) {
     guest_nic = GuestNic{.fd = 3, .mac = (*nic)->mac};
     spawn.fds.push_back({3, (*nic)->tap.get()});
+  } else if (clone && !boot->clone_of->mac.empty()) {
+    // The template has a NIC and this pod none: the clone's stays unwired.
+    guest_nic = GuestNic{.fd = -1, .mac = boot->clone_of->mac};
   }
-  spawn.argv =
-      QemuArgv(*assets, options_.vm, boot->vcpus, boot->memory_mib, paths, HostTscKhz(), guest_nic);
+  GuestRam ram;
+  std::string tsc_khz = HostTscKhz();
+  if (clone) {
+    ram = GuestRam{.file = boot->clone_of->ram,
+                   .share = false,
+                   .incoming = true,
+                   .qmp_socket = run_dir_ + "/qmp.sock"};
+    tsc_khz = boot->clone_of->tsc_khz;
+    // The guest's NIC has the template's MAC: the agent gives it the pod's.
+    for (auto& iface : *boot->network.mutable_interfaces()) {
+      iface.set_guest_mac(boot->clone_of->mac);
+    }
+  }
+  spawn.argv = QemuArgv(boot->assets, options_.vm, boot->vcpus, boot->memory_mib, paths, tsc_khz,
+                        guest_nic, ram);
   Result<pid_t> pid = reaper_.Spawn(spawn);
   // QEMU holds the tap now: it goes away with QEMU.
   if (*nic) (*nic)->tap.reset();
-  if (!pid) return FailBoot(boot, pid.error().WithContext("start " + assets->qemu));
+  if (!pid) return FailBoot(boot, pid.error().WithContext("start " + boot->assets.qemu));
   qemu_pid_ = *pid;
   capacity_ = VmCapacity{.vcpus = boot->vcpus,
                          .memory_mib = boot->memory_mib,
-                         .container_memory_mib = req.size ? req.size->container_memory_mib : 0};
-  JoinPodCgroupV1(req.pod_cgroup);
-  log_.Info("pod {}: QEMU pid {}: {} vCPUs, {} MiB, {} {}, run directory {}", sandbox_id_,
+                         .container_memory_mib = boot->container_memory_mib};
+  JoinPodCgroupV1(boot->pod_cgroup);
+  log_.Info("pod {}: QEMU pid {}: {} vCPUs, {} MiB, {} {}, {}, run directory {}", sandbox_id_,
             qemu_pid_, boot->vcpus, boot->memory_mib, options_.vm.machine, options_.vm.accel,
+            clone ? "a clone of the template " + boot->clone_of->dir : std::string("cold boot"),
             run_dir_);
   std::weak_ptr<bool> alive = alive_;
   reaper_.Watch(qemu_pid_, [this, alive](int wait_status) {
@@ -173,13 +202,19 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
   if (!recorded.ok()) return FailBoot(boot, recorded);
 
   boot->started = EventLoop::Clock::now();
-  boot->deadline = boot->started + boot->timeout;
-  // QEMU gone before the agent answered: fail with its reason.
-  on_qemu_exit_.push_back([this, alive, boot] {
-    if (alive.expired() || boot->finished) return;
-    FailBoot(boot,
-             UnavailableError("QEMU exited before the agent answered; console:\n" + ConsoleTail()));
+  boot->deadline =
+      boot->started +
+      (clone ? std::min<std::chrono::milliseconds>(boot->timeout, kCloneTimeout) : boot->timeout);
+  // QEMU gone before the agent answered: fail with its reason (a clone
+  // falls back to a cold boot).
+  on_qemu_exit_.push_back([this, alive, boot, attempt = boot->attempt] {
+    if (alive.expired() || boot->finished || boot->attempt != attempt) return;
+    Status gone =
+        UnavailableError("QEMU exited before the agent answered; console:\n" + ConsoleTail());
+    if (boot->clone_of) return CloneFailed(boot, gone);
+    FailBoot(boot, gone);
   });
+  if (clone) return RestoreClone(boot);
   Connect(boot);
 }
 
@@ -241,6 +276,10 @@ void VmBackend::JoinPodCgroupV1(const std::optional<std::string>& pod) {
 void VmBackend::Connect(std::shared_ptr<Boot> boot) {
   if (boot->finished) return;
   if (EventLoop::Clock::now() >= boot->deadline) {
+    if (boot->clone_of) {
+      return CloneFailed(boot, DeadlineExceededError("the clone's agent did not answer (last: " +
+                                                     boot->last_error.ToString() + ")"));
+    }
     return FailBoot(
         boot, DeadlineExceededError("hull-agent did not answer within the agent deadline of " +
                                     std::to_string(boot->timeout.count()) + " ms ([vm] " +
@@ -251,8 +290,8 @@ void VmBackend::Connect(std::shared_ptr<Boot> boot) {
   if (!client) {
     boot->last_error = client.error();
     std::weak_ptr<bool> alive = alive_;
-    boot->retry = loop_.AddTimer(kConnectRetry, [this, alive, boot] {
-      if (!alive.expired()) Connect(boot);
+    boot->retry = loop_.AddTimer(kConnectRetry, [this, alive, boot, attempt = boot->attempt] {
+      if (!alive.expired() && boot->attempt == attempt) Connect(boot);
     });
     return;
   }
@@ -263,6 +302,7 @@ void VmBackend::Connect(std::shared_ptr<Boot> boot) {
 void VmBackend::SayHello(std::shared_ptr<Boot> boot) {
   pb::HelloRequest hello;
   hello.set_host_version("hull");
+  SetHostState(hello);
   std::weak_ptr<bool> alive = alive_;
   // Ask again every few seconds until the deadline: a guest still booting
   // holds the call until it serves the port.
@@ -271,8 +311,8 @@ void VmBackend::SayHello(std::shared_ptr<Boot> boot) {
   auto timeout = std::max(std::min<std::chrono::milliseconds>(left, 5s), 1ms);
   agent_->Call<pb::HelloResponse>(
       "Hello", hello,
-      [this, alive, boot](Result<pb::HelloResponse> r) {
-        if (alive.expired() || boot->finished) return;
+      [this, alive, boot, attempt = boot->attempt](Result<pb::HelloResponse> r) {
+        if (alive.expired() || boot->finished || boot->attempt != attempt) return;
         if (!r) {
           boot->last_error = r.error();
           if (agent_) agent_->Close();
@@ -292,18 +332,25 @@ void VmBackend::SayHello(std::shared_ptr<Boot> boot) {
         // QEMU start to the agent's Hello, in the record (bench/, logs).
         auto ready = std::chrono::duration_cast<std::chrono::milliseconds>(EventLoop::Clock::now() -
                                                                            boot->started);
-        nlohmann::json record = {{"qemu_pid", qemu_pid_},
-                                 {"run_dir", run_dir_},
-                                 {"netns", netns_path_},
-                                 {"network_setup_us", boot->network_setup_us},
-                                 {"agent_ready_ms", ready.count()},
-                                 {"guest_vcpus", r->vcpus()},
-                                 {"guest_memory_bytes", r->memory_bytes()},
-                                 {"guest_kernel", r->kernel_release()}};
+        nlohmann::json record = {
+            {"qemu_pid", qemu_pid_},
+            {"run_dir", run_dir_},
+            {"netns", netns_path_},
+            {"network_setup_us", boot->network_setup_us},
+            {"agent_ready_ms", ready.count()},
+            {"boot", boot->how},
+            {"prepare_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                               EventLoop::Clock::now() - boot->requested)
+                               .count()},
+            {"guest_vcpus", r->vcpus()},
+            {"guest_memory_bytes", r->memory_bytes()},
+            {"guest_kernel", r->kernel_release()}};
         WriteFileAtomic(bundle_ + "/" + std::string(kVmRecordFile), record.dump()).IgnoreError();
-        log_.Info("pod {}: hull-agent {} ready after {} ms: {} vCPUs, MemTotal {} KiB, kernel {}",
-                  sandbox_id_, r->version(), ready.count(), r->vcpus(), r->memory_bytes() / 1024,
-                  r->kernel_release());
+        log_.Info(
+            "pod {}: hull-agent {} ready after {} ms ({}): {} vCPUs, MemTotal {} KiB, "
+            "kernel {}",
+            sandbox_id_, r->version(), ready.count(), boot->how, r->vcpus(),
+            r->memory_bytes() / 1024, r->kernel_release());
         pb::CreateSandboxRequest create;
         create.set_sandbox_id(sandbox_id_);
         create.set_hostname(boot->hostname);
@@ -311,10 +358,16 @@ void VmBackend::SayHello(std::shared_ptr<Boot> boot) {
         create.set_share_path(std::string(kGuestSharePath));
         *create.mutable_network() = boot->network;
         agent_->Call<pb::CreateSandboxResponse>(
-            "CreateSandbox", create, [this, alive, boot](Result<pb::CreateSandboxResponse> c) {
-              if (alive.expired() || boot->finished) return;
+            "CreateSandbox", create,
+            [this, alive, boot, attempt](Result<pb::CreateSandboxResponse> c) {
+              if (alive.expired() || boot->finished || boot->attempt != attempt) return;
+              if (!c && boot->clone_of) {
+                return CloneFailed(boot, c.error().WithContext("agent CreateSandbox"));
+              }
               if (!c) return FailBoot(boot, c.error().WithContext("agent CreateSandbox"));
               boot->finished = true;
+              boot->retry_qmp.Reset();
+              boot->qmp.reset();
               PollOom();
               boot->done(Status::Ok());
             });
@@ -326,6 +379,8 @@ void VmBackend::FailBoot(std::shared_ptr<Boot> boot, Status status) {
   if (boot->finished) return;
   boot->finished = true;
   boot->retry.Reset();
+  boot->retry_qmp.Reset();
+  boot->qmp.reset();
   std::weak_ptr<bool> alive = alive_;
   StopVm([this, alive, boot, status = std::move(status)] {
     if (alive.expired()) return boot->done(status);

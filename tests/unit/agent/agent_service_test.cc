@@ -45,6 +45,11 @@ class AgentServiceTest : public ::testing::Test {
                           networks_.push_back(network.SerializeAsString());
                           return network_result_;
                         },
+                    .refresh_from_host =
+                        [this](int64_t unix_nano, const std::string& entropy) {
+                          refreshes_.push_back({unix_nano, entropy});
+                          return refresh_result_;
+                        },
                 });
     service_->Register(*server_);
     int fds[2];
@@ -87,6 +92,8 @@ class AgentServiceTest : public ::testing::Test {
   Status mount_result_ = Status::Ok();
   std::vector<std::string> networks_;  // serialized
   Status network_result_ = Status::Ok();
+  std::vector<std::pair<int64_t, std::string>> refreshes_;
+  Status refresh_result_ = Status::Ok();
 };
 
 TEST_F(AgentServiceTest, HelloDescribesThisMachine) {
@@ -98,6 +105,24 @@ TEST_F(AgentServiceTest, HelloDescribesThisMachine) {
   EXPECT_FALSE(hello->kernel_release().empty());
   EXPECT_EQ(hello->pid(), static_cast<uint32_t>(::getpid()));
   EXPECT_EQ(hello->sandbox_id(), "");
+}
+
+// A clone of a template VM must not keep the template's clock or random
+// state: Hello hands the host's to the guest (docs/vm.md, "Template clones").
+TEST_F(AgentServiceTest, HelloRefreshesTheClockAndEntropyFromTheHost) {
+  ASSERT_TRUE(Call<pb::HelloResponse>("Hello", pb::HelloRequest()).has_value());
+  EXPECT_TRUE(refreshes_.empty());  // nothing given: nothing touched
+  pb::HelloRequest req;
+  req.set_host_time_unix_nano(1'800'000'000'123'456'789);
+  req.set_entropy(std::string(64, 'e'));
+  ASSERT_TRUE(Call<pb::HelloResponse>("Hello", req).has_value());
+  ASSERT_EQ(refreshes_.size(), 1u);
+  EXPECT_EQ(refreshes_[0].first, 1'800'000'000'123'456'789);
+  EXPECT_EQ(refreshes_[0].second, std::string(64, 'e'));
+  refresh_result_ = PermissionDeniedError("clock_settime: Operation not permitted");
+  auto failed = Call<pb::HelloResponse>("Hello", req);
+  ASSERT_FALSE(failed.has_value());
+  EXPECT_EQ(failed.error().code(), Code::kPermissionDenied);
 }
 
 TEST_F(AgentServiceTest, CreateSandboxSetsTheHostnameMountsTheShareAndIsIdempotent) {

@@ -68,6 +68,13 @@ TEST(GuestNetworkTest, BadAddressIsRefusedBeforeAnyChange) {
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
 }
 
+TEST(GuestNetworkTest, BadMacForACloneIsRefusedBeforeAnyChange) {
+  pb::Network n = PodNetwork("127.201.0.2", "0a:58:zz:c9:00:02");
+  n.mutable_interfaces(0)->set_guest_mac("02:68:75:6c:6c:01");
+  GuestNetworkPaths paths{.proc_sys_ipv4 = "/nonexistent", .resolv_conf = "/nonexistent/r"};
+  EXPECT_EQ(ConfigureGuestNetwork(n, paths).code(), Code::kInvalidArgument);
+}
+
 TEST(GuestNetworkTest, SysctlsOutsideNetAreRefusedBeforeAnyChange) {
   for (const char* key : {"kernel.hostname", "net.", "net.ipv4..x", "net.ipv4./x", "net.core/../x",
                           "net.core.somaxconn ", "netx.core"}) {
@@ -137,6 +144,38 @@ TEST(GuestNetworkNetnsTest, ConfiguresNicRoutesLocalnetAndResolvConf) {
         ConfigureGuestNetwork(PodNetwork("10.5.0.2", "0a:00:00:00:00:01"), {.resolv_conf = resolv});
   }).join();
   EXPECT_EQ(status.code(), Code::kNotFound) << status.ToString();
+  EXPECT_EQ(std::system(("ip netns del " + ns).c_str()), 0);
+}
+
+// A clone of a template VM: its NIC has the template's MAC (guest_mac) and
+// gets the pod's before anything else is set on it.
+TEST(GuestNetworkNetnsTest, ACloneNicGetsThePodsMac) {
+  if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  const std::string ns = "hull-ut-clone-" + std::to_string(::getpid());
+  ASSERT_EQ(
+      std::system(("ip netns add " + ns + " && ip -n " + ns +
+                   " link add eth7 type veth peer name peer7 && ip -n " + ns +
+                   " link set eth7 address 02:68:75:6c:6c:01 && ip -n " + ns + " link set peer7 up")
+                      .c_str()),
+      0);
+  const std::string resolv =
+      std::filesystem::temp_directory_path() / ("hull-ut-resolv-c-" + std::to_string(::getpid()));
+  Status status;
+  std::thread([&] {
+    UniqueFd target(::open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC));
+    if (::setns(target.get(), CLONE_NEWNET) != 0) {
+      status = ErrnoError("setns", ns);
+      return;
+    }
+    pb::Network n = PodNetwork("127.201.0.10", "0a:58:7f:c9:00:0a");
+    n.mutable_interfaces(0)->set_guest_mac("02:68:75:6c:6c:01");
+    status = ConfigureGuestNetwork(n, {.resolv_conf = resolv});
+  }).join();
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  std::string addr = Shell("ip netns exec " + ns + " ip addr show eth7");
+  EXPECT_NE(addr.find("link/ether 0a:58:7f:c9:00:0a"), std::string::npos) << addr;
+  EXPECT_NE(addr.find("inet 127.201.0.10/24"), std::string::npos) << addr;
+  std::filesystem::remove(resolv);
   EXPECT_EQ(std::system(("ip netns del " + ns).c_str()), 0);
 }
 

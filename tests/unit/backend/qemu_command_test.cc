@@ -43,7 +43,13 @@ TEST(QemuArgvTest, MicrovmFromThePodSize) {
   EXPECT_EQ(After(argv, "-M"), "microvm");
   EXPECT_EQ(After(argv, "-smp"), "2,maxcpus=2");
   EXPECT_EQ(After(argv, "-m"), "320");
-  EXPECT_EQ(After(argv, "-accel"), "tcg,thread=multi");
+  // TCG's translation cache capped ([vm] tcg_tb_size_mib, 32 by default).
+  EXPECT_EQ(After(argv, "-accel"), "tcg,thread=multi,tb-size=32");
+  // RAM from a memfd: host THP leaves it alone.
+  EXPECT_EQ(After(argv, "-object"), "memory-backend-memfd,id=ram0,size=320M");
+  EXPECT_EQ(After(argv, "-machine"), "memory-backend=ram0");
+  EXPECT_FALSE(Has(argv, "-incoming"));
+  EXPECT_FALSE(Has(argv, "-qmp"));
   EXPECT_EQ(After(argv, "-kernel"), "/g/vmlinux");
   EXPECT_EQ(After(argv, "-initrd"), "/g/i");
   EXPECT_NE(After(argv, "-append").find("tsc_early_khz=2400000"), std::string::npos);
@@ -85,6 +91,57 @@ TEST(QemuArgvTest, PcAndKvm) {
   EXPECT_NE(append.find(" loglevel=7"), std::string::npos);
   // The guest's THP page reserves cost a 1 GiB pod ~90 MiB (docs/sizing.md).
   EXPECT_NE(append.find(" transparent_hugepage=never"), std::string::npos);
+}
+
+// A cold boot (memfd RAM) reports free pages to QEMU; a template or a clone
+// (RAM in the template's file, which QEMU 7.2 would punch holes into) does not.
+TEST(QemuArgvTest, FreePageReportingOnlyForMemfdRam) {
+  const std::string balloon = "virtio-balloon-device,free-page-reporting=on";
+  EXPECT_TRUE(Has(QemuArgv(kAssets, VmOptions{}, 1, 256, kPaths, ""), balloon));
+  EXPECT_TRUE(Has(QemuArgv(kAssets, VmOptions{.machine = "pc"}, 1, 256, kPaths, ""),
+                  "virtio-balloon-pci,free-page-reporting=on"));
+  for (const GuestRam& ram :
+       {GuestRam{.file = "/t/ram", .share = true}, GuestRam{.file = "/t/ram", .incoming = true}}) {
+    auto argv = QemuArgv(kAssets, VmOptions{}, 1, 256, kPaths, "", std::nullopt, ram);
+    EXPECT_FALSE(std::any_of(argv.begin(), argv.end(), [](const std::string& a) {
+      return a.find("virtio-balloon") != std::string::npos;
+    }));
+  }
+}
+
+TEST(QemuArgvTest, TbSizeZeroIsQemusDefault) {
+  auto argv = QemuArgv(kAssets, VmOptions{.tcg_tb_size_mib = 0}, 1, 256, kPaths, "");
+  EXPECT_EQ(After(argv, "-accel"), "tcg,thread=multi");
+}
+
+// A template and its clone differ only in the RAM backend's share, the
+// incoming state and their paths: the machine must be the same.
+TEST(QemuArgvTest, TemplateAndClone) {
+  GuestNic template_nic{.fd = -1, .mac = "02:68:75:6c:6c:01"};
+  auto tmpl = QemuArgv(kAssets, VmOptions{}, 1, 376, kPaths, "2400000", template_nic,
+                       GuestRam{.file = "/t/ram", .share = true, .qmp_socket = "/t/qmp.sock"});
+  EXPECT_EQ(After(tmpl, "-object"),
+            "memory-backend-file,id=ram0,size=376M,mem-path=/t/ram,share=on");
+  EXPECT_EQ(After(tmpl, "-qmp"), "unix:/t/qmp.sock,server=on,wait=off");
+  EXPECT_EQ(After(tmpl, "-netdev"), "hubport,id=net0,hubid=0");
+  EXPECT_FALSE(Has(tmpl, "-incoming"));
+
+  GuestNic pod_nic{.fd = 3, .mac = "02:68:75:6c:6c:01"};
+  auto clone = QemuArgv(kAssets, VmOptions{}, 1, 376, kPaths, "2400000", pod_nic,
+                        GuestRam{.file = "/t/ram", .incoming = true, .qmp_socket = "/p/qmp.sock"});
+  EXPECT_EQ(After(clone, "-object"),
+            "memory-backend-file,id=ram0,size=376M,mem-path=/t/ram,share=off");
+  EXPECT_EQ(After(clone, "-incoming"), "defer");
+  EXPECT_EQ(After(clone, "-netdev"), "tap,id=net0,fd=3");
+  // Everything else is the same, option by option.
+  auto strip = [](std::vector<std::string> argv) {
+    for (const char* option : {"-object", "-qmp", "-netdev", "-incoming"}) {
+      auto it = std::find(argv.begin(), argv.end(), option);
+      if (it != argv.end()) argv.erase(it, it + 2);
+    }
+    return argv;
+  };
+  EXPECT_EQ(strip(tmpl), strip(clone));
 }
 
 class AssetsTest : public ::testing::Test {

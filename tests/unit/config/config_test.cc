@@ -112,6 +112,9 @@ ShimConfig EveryKey() {
   c.runtime.vm.accel = "kvm";
   c.runtime.vm.share = "virtiofs";
   c.runtime.vm.agent_timeout_ms = 5000;
+  c.runtime.vm.tcg_tb_size_mib = 64;
+  c.runtime.vm.templates = true;
+  c.runtime.vm.template_cache_mib = 512;
   c.security.confine = true;
   return c;
 }
@@ -332,11 +335,17 @@ accel = "tcg"
 share = "9p"
 agent_timeout_ms = 120000
 kernel = "/k"
+tcg_tb_size_mib = 16
+templates = true
+template_cache_mib = 2048
 )",
                        "vm.toml", c);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(c.runtime.binary_name, "vm");
   EXPECT_EQ(c.runtime.vm.agent_timeout_ms, 120000u);
+  EXPECT_EQ(c.runtime.vm.tcg_tb_size_mib, 16u);
+  EXPECT_TRUE(c.runtime.vm.templates);
+  EXPECT_EQ(c.runtime.vm.template_cache_mib, 2048u);
   EXPECT_EQ(c.runtime.vm.kernel, "/k");
   EXPECT_EQ(c.runtime.vm.qemu, "qemu-system-x86_64");  // the default
 }
@@ -352,6 +361,8 @@ TEST_F(ConfigTest, VmBadKeysAndValuesAreRefusedWithTheLine) {
            Bad{"[vm]\nshare = \"nfs\"", "vm.share: \"nfs\" is not one of"},
            Bad{"[vm]\nagent_timeout_ms = 0", "agent_timeout_ms: expected an integer"},
            Bad{"[vm]\nkernel = 3", "kernel: expected a string"},
+           Bad{"[vm]\ntemplates = \"yes\"", "templates: expected true or false"},
+           Bad{"[vm]\ntcg_tb_size_mib = -1", "tcg_tb_size_mib: expected an integer"},
            Bad{"[vm]\nvcpus = 2", "unknown key \"vm.vcpus\""},
        }) {
     ShimConfig c = EveryKey();
