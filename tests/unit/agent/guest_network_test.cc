@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -90,31 +91,43 @@ TEST(GuestNetworkTest, SysctlsOutsideNetAreRefusedBeforeAnyChange) {
 
 using hull::test_util::Shell;
 
-// As the guest would be: a fresh namespace (lo down), a NIC with a MAC.
-TEST(GuestNetworkNetnsTest, ConfiguresNicRoutesLocalnetAndResolvConf) {
-  if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
-  const std::string ns = "hull-ut-agent-" + std::to_string(::getpid());
-  ASSERT_EQ(
-      std::system(("ip netns add " + ns + " && ip -n " + ns +
-                   " link add eth7 type veth peer name peer7 && ip -n " + ns +
-                   " link set eth7 address 0a:58:7f:c9:00:09 && ip -n " + ns + " link set peer7 up")
-                      .c_str()),
-      0);
-  const std::string resolv =
-      std::filesystem::temp_directory_path() / ("hull-ut-resolv-" + std::to_string(::getpid()));
+// A network namespace `ns` with a NIC eth7 of MAC `mac` (its veth peer up),
+// as a guest's would be: lo down, nothing configured.
+void AddNetnsWithNic(const std::string& ns, const std::string& mac) {
+  ASSERT_EQ(std::system(("ip netns add " + ns + " && ip -n " + ns +
+                         " link add eth7 type veth peer name peer7 && ip -n " + ns +
+                         " link set eth7 address " + mac + " && ip -n " + ns + " link set peer7 up")
+                            .c_str()),
+            0);
+}
+
+// `configure` on a thread that entered `ns` (/proc/sys/net follows the
+// thread's namespace); a failed setns is the answer.
+Status InNetns(const std::string& ns, const std::function<Status()>& configure) {
   Status status;
-  // The thread enters the namespace; /proc/sys/net follows the thread's.
   std::thread([&] {
     UniqueFd target(::open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC));
     if (::setns(target.get(), CLONE_NEWNET) != 0) {
       status = ErrnoError("setns", ns);
       return;
     }
+    status = configure();
+  }).join();
+  return status;
+}
+
+TEST(GuestNetworkNetnsTest, ConfiguresNicRoutesLocalnetAndResolvConf) {
+  if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  const std::string ns = "hull-ut-agent-" + std::to_string(::getpid());
+  AddNetnsWithNic(ns, "0a:58:7f:c9:00:09");
+  const std::string resolv =
+      std::filesystem::temp_directory_path() / ("hull-ut-resolv-" + std::to_string(::getpid()));
+  Status status = InNetns(ns, [&] {
     pb::Network n = PodNetwork("127.201.0.9", "0a:58:7f:c9:00:09");
     (*n.mutable_sysctls())["net.ipv4.ip_unprivileged_port_start"] = "0";
     (*n.mutable_sysctls())["net.core.somaxconn"] = "1234";
-    status = ConfigureGuestNetwork(n, {.resolv_conf = resolv});
-  }).join();
+    return ConfigureGuestNetwork(n, {.resolv_conf = resolv});
+  });
   EXPECT_TRUE(status.ok()) << status.ToString();
   const std::string in = "ip netns exec " + ns + " ";
   std::string addr = Shell(in + "ip addr show eth7");
@@ -137,12 +150,10 @@ TEST(GuestNetworkNetnsTest, ConfiguresNicRoutesLocalnetAndResolvConf) {
   std::filesystem::remove(resolv);
 
   // A MAC no NIC has: NotFound.
-  std::thread([&] {
-    UniqueFd target(::open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC));
-    if (::setns(target.get(), CLONE_NEWNET) != 0) return;
-    status =
-        ConfigureGuestNetwork(PodNetwork("10.5.0.2", "0a:00:00:00:00:01"), {.resolv_conf = resolv});
-  }).join();
+  status = InNetns(ns, [&] {
+    return ConfigureGuestNetwork(PodNetwork("10.5.0.2", "0a:00:00:00:00:01"),
+                                 {.resolv_conf = resolv});
+  });
   EXPECT_EQ(status.code(), Code::kNotFound) << status.ToString();
   EXPECT_EQ(std::system(("ip netns del " + ns).c_str()), 0);
 }
@@ -152,25 +163,14 @@ TEST(GuestNetworkNetnsTest, ConfiguresNicRoutesLocalnetAndResolvConf) {
 TEST(GuestNetworkNetnsTest, ACloneNicGetsThePodsMac) {
   if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
   const std::string ns = "hull-ut-clone-" + std::to_string(::getpid());
-  ASSERT_EQ(
-      std::system(("ip netns add " + ns + " && ip -n " + ns +
-                   " link add eth7 type veth peer name peer7 && ip -n " + ns +
-                   " link set eth7 address 02:68:75:6c:6c:01 && ip -n " + ns + " link set peer7 up")
-                      .c_str()),
-      0);
+  AddNetnsWithNic(ns, "02:68:75:6c:6c:01");
   const std::string resolv =
       std::filesystem::temp_directory_path() / ("hull-ut-resolv-c-" + std::to_string(::getpid()));
-  Status status;
-  std::thread([&] {
-    UniqueFd target(::open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC));
-    if (::setns(target.get(), CLONE_NEWNET) != 0) {
-      status = ErrnoError("setns", ns);
-      return;
-    }
+  Status status = InNetns(ns, [&] {
     pb::Network n = PodNetwork("127.201.0.10", "0a:58:7f:c9:00:0a");
     n.mutable_interfaces(0)->set_guest_mac("02:68:75:6c:6c:01");
-    status = ConfigureGuestNetwork(n, {.resolv_conf = resolv});
-  }).join();
+    return ConfigureGuestNetwork(n, {.resolv_conf = resolv});
+  });
   EXPECT_TRUE(status.ok()) << status.ToString();
   std::string addr = Shell("ip netns exec " + ns + " ip addr show eth7");
   EXPECT_NE(addr.find("link/ether 0a:58:7f:c9:00:0a"), std::string::npos) << addr;
