@@ -247,7 +247,12 @@ TEST_P(HullCtrTest, FiftyContainersLeakNothing) {
   EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 10s));
   EXPECT_TRUE(MountsUnder(containerd_->state()).empty());
   EXPECT_EQ(SocketsUnder("/run/containerd/s"), sockets_before);
-  EXPECT_LE(OpenFds(daemon).size(), fds_before + 2);
+  // containerd closes a finished shim's connection and log fifo on its own
+  // goroutines, so the last container's descriptors may still be open for a
+  // moment; one leaked per container would be 50 more and stay.
+  EXPECT_TRUE(WaitUntil([&] { return OpenFds(daemon).size() <= fds_before + 2; }, 5s))
+      << "containerd's descriptors: " << OpenFds(daemon).size() << ", before the loop "
+      << fds_before;
   std::error_code ec;
   EXPECT_TRUE(fs::is_empty(containerd_->state() + "/io.containerd.runtime.v2.task/default", ec));
 }
