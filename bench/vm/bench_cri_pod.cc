@@ -15,12 +15,14 @@
 // pods, the shim for the others), 5 s after the last container started.
 // Prints Markdown tables. Needs root and the guest image next to the shim
 // (tools/guest-image --out <build>/guest-image).
-// Usage: bench_cri_pod [--runs N] [--density N (10)]
+// Usage: bench_cri_pod [--runs N] [--density N (10)]; HULL_BENCH_VM_TOML adds
+// lines to the VM handlers' [vm] table.
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -59,13 +61,18 @@ int Main(int argc, char** argv) {
     if (std::string(argv[i]) == "--runs" && i + 1 < argc) runs = std::atoi(argv[++i]);
     if (std::string(argv[i]) == "--density" && i + 1 < argc) density = std::atoi(argv[++i]);
   }
+  // More [vm] keys for both VM handlers (e.g. kernel_args), from the
+  // environment: HULL_BENCH_VM_TOML='kernel_args = "norandmaps"'.
+  const char* vm_toml_env = std::getenv("HULL_BENCH_VM_TOML");
+  const std::string vm_toml = vm_toml_env != nullptr ? vm_toml_env : "";
   const std::string load_before = LoadAverage();
   char config_dir[] = "/tmp/hull-bench-cri-XXXXXX";
   if (::mkdtemp(config_dir) == nullptr) return 1;
   std::string handlers_toml;
   for (const char* name : {"hull-vm", "hull-vm-clone"}) {
     const std::string config = std::string(config_dir) + "/" + name + ".toml";
-    std::ofstream(config) << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\ntemplates = "
+    std::ofstream(config) << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\n"
+                          << vm_toml << "\ntemplates = "
                           << (std::string(name) == "hull-vm-clone" ? "true" : "false") << "\n";
     const std::string table =
         std::string("[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.") + name;
