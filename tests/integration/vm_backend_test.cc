@@ -71,6 +71,23 @@ class VmBackendTest : public HullCtrTest {
 
   std::string GuestRelease() { return image_["HULL_GUEST_KERNEL_RELEASE"]; }
 
+  // A config.json (for `ctr run --config`) of a runtime-spec release newer
+  // than hull knows. (A field newer than the guest's crun cannot be sent
+  // this way: containerd 1.6's Go spec types drop the fields they lack.)
+  std::string NewerSpec() const {
+    nlohmann::json spec = {
+        {"ociVersion", "1.4.0"},
+        {"process", {{"args", {"true"}}, {"cwd", "/"}}},
+        {"root", {{"path", "rootfs"}}},
+        {"mounts", {{{"destination", "/proc"}, {"type", "proc"}, {"source", "proc"}}}},
+        {"linux",
+         {{"namespaces",
+           {{{"type", "pid"}}, {{"type", "ipc"}}, {{"type", "mount"}}, {{"type", "network"}}}}}}};
+    std::string path = containerd_->dir() + "/newer-spec.json";
+    std::ofstream(path) << spec.dump();
+    return path;
+  }
+
   std::map<std::string, std::string> image_;
   mutable std::error_code ec_;
 };
@@ -302,6 +319,7 @@ TEST_P(VmBackendTest, BootFailuresSayWhyAndLeaveNothing) {
     std::string config;
     std::vector<std::string> flags;
     std::vector<std::string> says;
+    std::string spec;  // a config.json for `ctr run --config` (no image then)
   };
   const std::vector<Case> cases = {
       {"[vm]\nkernel = \"/nonexistent/vmlinux\"\n", {}, {"/nonexistent/vmlinux", "[vm] kernel"}},
@@ -315,13 +333,22 @@ TEST_P(VmBackendTest, BootFailuresSayWhyAndLeaveNothing) {
         "io.kubernetes.cri.sandbox-cpu-period=100000", "--annotation",
         "io.kubernetes.cri.sandbox-cpu-quota=6400000"},
        {"needs 65 vCPUs", "CPUs"}},
+      // A spec the guest's crun would refuse: refused before boot.
+      {"",
+       {},
+       {"does not know what 1.4.0 added", "crun in the pod's VM", "not booted"},
+       NewerSpec()},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.config + (c.flags.empty() ? "" : c.flags.back()));
     std::ofstream(config_) << "runtime = \"vm\"\n" << c.config;
     std::vector<std::string> flags = {"--rm"};
     flags.insert(flags.end(), c.flags.begin(), c.flags.end());
-    CommandResult r = Run(flags, "t1", {"true"}, kVmTimeout);
+    CommandResult r = c.spec.empty()
+                          ? Run(flags, "t1", {"true"}, kVmTimeout)
+                          : containerd_->Ctr({"run", "--runtime", kHull, "--runtime-config-path",
+                                              config_, "--rm", "--config", c.spec, "t1"},
+                                             "default", kVmTimeout);
     EXPECT_FALSE(r.ok()) << r.Describe();
     for (const std::string& says : c.says) {
       EXPECT_NE(r.err.find(says), std::string::npos) << says << "\n" << r.Describe();

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "base/file_util.h"
+#include "runtime/oci_cli/spec_version.h"
 
 namespace hull::shim::vm {
 namespace {
@@ -125,6 +126,14 @@ Status CheckFits(uint32_t vcpus, uint64_t memory_mib, const HostCapacity& host) 
                                    " MiB of memory and this host has " +
                                    std::to_string(host.memory_mib) + " MiB");
   }
+  return Status::Ok();
+}
+
+Status CheckGuestSpec(const oci::Spec& spec) {
+  nlohmann::json json = nlohmann::json::parse(spec.json().dump(), nullptr, false);
+  Result<std::string> fit =
+      runtime::oci_cli::FitSpecVersion(json, kGuestOciVersionMax, "crun in the pod's VM");
+  if (!fit) return fit.error().WithContext("the pod's VM was not booted");
   return Status::Ok();
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "oci/spec.h"
 #include "shim/config/vm_options.h"
 
 namespace hull::shim::vm {
@@ -49,6 +50,19 @@ Result<HostCapacity> ReadHostCapacity();
 // FailedPrecondition with the numbers when the host cannot give the VM
 // `vcpus` or `memory_mib`.
 Status CheckFits(uint32_t vcpus, uint64_t memory_mib, const HostCapacity& host);
+
+// The runtime-spec version the guest image's runtime takes: tools/guest-image
+// packs Debian 12's crun 1.8.1, whose banner says "spec: 1.1.0-rc.1". The
+// agent's crun checks each spec against what it reports itself; the host
+// uses this to refuse a pod before booting its VM, and `-info` prints it.
+inline constexpr std::string_view kGuestOciVersionMax = "1.1.0-rc.1";
+
+// The pod's spec as the guest's crun would take it (runtime::oci_cli's
+// FitSpecVersion against kGuestOciVersionMax): Ok when it runs as is or
+// down-levelled, FailedPrecondition naming the field or the version hull
+// does not know otherwise. Checked before the VM boots, so that a pod its
+// guest would refuse costs no boot (docs/vm.md, "Refused before boot").
+Status CheckGuestSpec(const oci::Spec& spec);
 
 // What the per-pod run directory holds.
 struct VmPaths {

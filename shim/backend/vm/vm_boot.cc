@@ -112,6 +112,9 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
   if (Status host = RefuseHostNamespaces(spec); !host.ok()) {
     return Post(std::move(boot->done), host);
   }
+  if (Status guest = CheckGuestSpec(spec); !guest.ok()) {
+    return Post(std::move(boot->done), guest);
+  }
 
   Result<GuestAssets> assets = ResolveGuestAssets(options_.vm, GuestAssetDirs(self_exe_));
   if (!assets) return Post(std::move(boot->done), assets.error());

@@ -31,7 +31,7 @@ std::string VmFeaturesJson(const RuntimeOptions& options) {
   }
   nlohmann::ordered_json doc = {
       {"ociVersionMin", "1.0.0"},
-      {"ociVersionMax", "1.1.0"},
+      {"ociVersionMax", kGuestOciVersionMax},
       {"hooks", nlohmann::ordered_json::array()},
       {"linux",
        {{"namespaces", {"cgroup", "ipc", "mount", "pid", "uts", "user"}},

@@ -294,5 +294,33 @@ TEST(PodLimitsTest, HostPidAndIpcAreRefused) {
   EXPECT_NE(ipc.message().find("hostIPC"), std::string::npos) << ipc.message();
 }
 
+// A pod whose spec the guest's crun would refuse is refused before its VM
+// boots (PrepareSandbox), with the field or the version named; a spec of a
+// newer release that uses nothing newer goes (the guest down-levels it).
+TEST(PodLimitsTest, ASpecTheGuestsCrunWouldRefuseIsRefusedBeforeBoot) {
+  auto spec_of = [](nlohmann::json j) { return oci::Spec::Parse(j.dump()).value(); };
+  nlohmann::json spec = {{"ociVersion", "1.3.0"},
+                         {"process", {{"args", {"/pause"}}}},
+                         {"linux", {{"namespaces", {{{"type", "pid"}}, {{"type", "ipc"}}}}}}};
+  EXPECT_TRUE(CheckGuestSpec(spec_of(spec)).ok());
+  spec["ociVersion"] = "1.1.0";
+  EXPECT_TRUE(CheckGuestSpec(spec_of(spec)).ok());
+
+  // ioPriority came in runtime-spec 1.1.0-rc.3, after what crun 1.8.1 knows.
+  spec["ociVersion"] = "1.3.0";
+  spec["process"]["ioPriority"] = {{"class", "IOPRIO_CLASS_RT"}, {"priority", 1}};
+  Status newer = CheckGuestSpec(spec_of(spec));
+  EXPECT_EQ(newer.code(), Code::kFailedPrecondition);
+  EXPECT_NE(newer.message().find("/process/ioPriority"), std::string::npos) << newer.message();
+  EXPECT_NE(newer.message().find(kGuestOciVersionMax), std::string::npos) << newer.message();
+  EXPECT_NE(newer.message().find("not booted"), std::string::npos) << newer.message();
+
+  nlohmann::json unknown = {{"ociVersion", "1.4.0"}, {"process", {{"args", {"/pause"}}}}};
+  Status later = CheckGuestSpec(spec_of(unknown));
+  EXPECT_EQ(later.code(), Code::kFailedPrecondition);
+  EXPECT_NE(later.message().find("does not know what 1.4.0 added"), std::string::npos)
+      << later.message();
+}
+
 }  // namespace
 }  // namespace hull::shim::vm
