@@ -121,13 +121,15 @@ int RunAgent(const AgentOptions& options) {
                                    (s.ok() ? "" : ": " + s.ToString()));
                                return s;
                              },
-                         .refresh_from_host = RefreshFromHost});
+                         .refresh_from_host = RefreshFromHost,
+                         .set_pod_memory_max = SetPodMemoryMax});
   service.Register(server);
   ContainerService containers(**loop, **reaper,
                               ContainerOptions{.runtime = options.runtime,
                                                .runtime_root = options.runtime_root,
                                                .state_dir = options.state_dir,
-                                               .log = Log});
+                                               .log = Log,
+                                               .set_pod_memory_max = SetPodMemoryMax});
   containers.Register(server);
 
   PortServer port_server(**loop, server, std::move(port));

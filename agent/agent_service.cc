@@ -97,6 +97,14 @@ void AgentService::Register(ttrpc::Server& server) {
         if (!req.share_path().empty() && req.share_path()[0] != '/') {
           return r.Fail(InvalidArgumentError("create sandbox: share_path must be absolute"));
         }
+        if (req.pod_memory_max_bytes() > 0) {
+          Status s = hooks_.set_pod_memory_max
+                         ? hooks_.set_pod_memory_max(req.pod_memory_max_bytes())
+                         : FailedPreconditionError("this agent sets no pod memory limit");
+          if (!s.ok()) {
+            return r.Fail(s.WithContext("create sandbox " + req.sandbox_id() + ": pod memory"));
+          }
+        }
         if (!req.hostname().empty()) {
           Status s = hooks_.set_hostname(req.hostname());
           if (!s.ok()) return r.Fail(s.WithContext("create sandbox " + req.sandbox_id()));

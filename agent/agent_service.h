@@ -33,6 +33,10 @@ struct AgentHooks {
   // "Template clones"); unset: ignored (tests and fuzzers never touch the
   // machine's clock). hull-agent sets RefreshFromHost (guest_init.h).
   std::function<Status(int64_t host_time_unix_nano, const std::string& entropy)> refresh_from_host;
+  // CreateSandbox's pod_memory_max_bytes (SetPodMemoryMax, guest_init.h);
+  // unset: a request that carries one is refused (tests and fuzzers never
+  // write the machine's cgroups).
+  std::function<Status(uint64_t bytes)> set_pod_memory_max;
 };
 
 class AgentService {

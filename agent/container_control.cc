@@ -139,8 +139,36 @@ void ContainerService::RegisterControl(ttrpc::Server& server) {
           return r.Fail(InvalidArgumentError("update container " + c->id +
                                              ": resources_json is not a JSON object"));
         }
+        const uint64_t pod_max = req.pod_memory_max_bytes();
+        if (pod_max > 0 && !options_.set_pod_memory_max) {
+          return r.Fail(FailedPreconditionError("update container " + c->id +
+                                                ": this agent sets no pod memory limit"));
+        }
+        // The pod's limit goes up before the container's, and down after; a
+        // raise the runtime then refuses is undone (when the earlier value is
+        // known: the first update's is CreateSandbox's).
+        const bool raise = pod_max > 0 && pod_max >= pod_memory_max_;
+        const uint64_t before = pod_memory_max_;
+        if (raise) {
+          if (Status s = SetPodMemoryMax(pod_max); !s.ok()) {
+            return r.Fail(s.WithContext("update container " + c->id + ": pod memory"));
+          }
+        }
         backend_->Update(c->id, req.resources_json(),
-                         [r = SharedResponder(std::move(r))](Status s) mutable { Answer(r, s); });
+                         [this, id = c->id, raise, pod_max, before,
+                          r = SharedResponder(std::move(r))](Status s) mutable {
+                           if (destroying_ || pod_max == 0) return Answer(r, s);
+                           if (!s.ok()) {
+                             if (raise && before > 0) SetPodMemoryMax(before).IgnoreError();
+                             return Answer(r, s);
+                           }
+                           if (!raise) {
+                             s = SetPodMemoryMax(pod_max);
+                             if (!s.ok())
+                               s = s.WithContext("update container " + id + ": pod memory");
+                           }
+                           Answer(r, s);
+                         });
       });
   server.RegisterUnary<pb::StatsContainerRequest, pb::StatsContainerResponse>(
       kService, "StatsContainer",
@@ -169,6 +197,12 @@ void ContainerService::RegisterControl(ttrpc::Server& server) {
         oom_polls_.Park(ctx, std::move(r));
         DeliverOomEvents();
       });
+}
+
+Status ContainerService::SetPodMemoryMax(uint64_t bytes) {
+  HULL_RETURN_IF_ERROR(options_.set_pod_memory_max(bytes));
+  pod_memory_max_ = bytes;
+  return Status::Ok();
 }
 
 }  // namespace hull::agent

@@ -41,6 +41,9 @@ struct ContainerOptions {
   // One line per container event (created, exited, OOM, removed) for the
   // guest's console; optional.
   std::function<void(const std::string&)> log;
+  // UpdateContainer's pod_memory_max_bytes (SetPodMemoryMax, guest_init.h);
+  // unset: an update that carries one is refused.
+  std::function<Status(uint64_t bytes)> set_pod_memory_max;
 };
 
 class ContainerService {
@@ -115,6 +118,8 @@ class ContainerService {
   void Log(const std::string& line) const {
     if (options_.log) options_.log(line);
   }
+  // options_.set_pod_memory_max, remembering what was set.
+  Status SetPodMemoryMax(uint64_t bytes);
 
   EventLoop& loop_;
   Reaper& reaper_;
@@ -122,6 +127,9 @@ class ContainerService {
   std::unique_ptr<runtime::Backend> backend_;
   uint64_t next_generation_ = 1;
   std::map<std::string, std::unique_ptr<Container>> containers_;
+  // The pod's containers' memory limit this service last set (UpdateContainer's
+  // pod_memory_max_bytes); 0: none yet.
+  uint64_t pod_memory_max_ = 0;
   // Containers whose OOM counter went up, with the count, for GetOOMEvent.
   std::deque<std::pair<std::string, uint64_t>> oom_events_;
   LongPolls<v1::GetOOMEventResponse> oom_polls_;

@@ -54,10 +54,20 @@ Status MountOne(const Mount& m) {
   return Status::Ok();
 }
 
-// Writes "+cpu +memory ..." for every controller the root offers, so that
-// container cgroups below the root can use them.
-Status EnableControllers() {
-  HULL_ASSIGN_OR_RETURN(std::string controllers, ReadFile("/sys/fs/cgroup/cgroup.controllers"));
+// One write(2) of `data` to an existing file (a cgroup interface file).
+Status WriteTo(const std::string& path, const std::string& data) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return ErrnoError("open", path);
+  if (::write(fd.get(), data.data(), data.size()) != static_cast<ssize_t>(data.size())) {
+    return ErrnoError("write " + data, path);
+  }
+  return Status::Ok();
+}
+
+// Writes "+cpu +memory ..." for every controller `dir` offers into its
+// subtree_control, so that the cgroups below it can use them.
+Status EnableControllers(const std::string& dir = "/sys/fs/cgroup") {
+  HULL_ASSIGN_OR_RETURN(std::string controllers, ReadFile(dir + "/cgroup.controllers"));
   std::string enable;
   size_t pos = 0;
   while (pos < controllers.size()) {
@@ -67,12 +77,7 @@ Status EnableControllers() {
     pos = end + 1;
   }
   if (enable.empty()) return Status::Ok();
-  UniqueFd fd(::open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY | O_CLOEXEC));
-  if (!fd) return ErrnoError("open", "/sys/fs/cgroup/cgroup.subtree_control");
-  if (::write(fd.get(), enable.data(), enable.size()) != static_cast<ssize_t>(enable.size())) {
-    return ErrnoError("write " + enable, "/sys/fs/cgroup/cgroup.subtree_control");
-  }
-  return Status::Ok();
+  return WriteTo(dir + "/cgroup.subtree_control", enable);
 }
 
 Status UseConsole() {
@@ -207,6 +212,16 @@ Status RefreshFromHost(int64_t unix_nano, const std::string& entropy) {
     return ErrnoError("ioctl RNDRESEEDCRNG", "/dev/urandom");
   }
   return Status::Ok();
+}
+
+Status SetPodMemoryMax(uint64_t bytes) {
+  constexpr char kPodCgroup[] = "/sys/fs/cgroup/hull";
+  if (::mkdir(kPodCgroup, 0755) != 0) {
+    if (errno != EEXIST) return ErrnoError("mkdir", kPodCgroup);
+  } else {
+    HULL_RETURN_IF_ERROR(EnableControllers(kPodCgroup));
+  }
+  return WriteTo(std::string(kPodCgroup) + "/memory.max", std::to_string(bytes));
 }
 
 }  // namespace hull::agent

@@ -35,4 +35,10 @@ Status PowerOff();
 // the template's clock and random state.
 Status RefreshFromHost(int64_t unix_nano, const std::string& entropy);
 
+// The cgroup that holds the pod's containers (/sys/fs/cgroup/hull, the
+// parent of each container's, agent/guest_spec.h): made if missing, with the
+// root's controllers enabled below it, and its memory.max set to `bytes`
+// (docs/vm.md, "Resize").
+Status SetPodMemoryMax(uint64_t bytes);
+
 }  // namespace hull::agent

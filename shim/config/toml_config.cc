@@ -348,6 +348,7 @@ Result<std::string> GetOneOf(const toml::node& node, std::string_view origin, st
 constexpr uint32_t kMaxAgentTimeoutMs = 3'600'000;     // an hour
 constexpr uint32_t kMaxTbSizeMib = 4096;               // QEMU's own cap is 2 GiB+
 constexpr uint32_t kMaxTemplateCacheMib = 16'777'216;  // 16 TiB
+constexpr uint32_t kMaxHeadroomMib = 1'048'576;        // 1 TiB
 
 Status ApplyVm(const toml::table& table, std::string_view origin, VmOptions& vm) {
   for (auto&& [name, node] : table) {
@@ -377,6 +378,9 @@ Status ApplyVm(const toml::table& table, std::string_view origin, VmOptions& vm)
     } else if (key == "template_cache_mib") {
       applied = Assign(GetUint32InRange(node, origin, key, 0, kMaxTemplateCacheMib),
                        vm.template_cache_mib);
+    } else if (key == "memory_headroom_mib") {
+      applied =
+          Assign(GetUint32InRange(node, origin, key, 0, kMaxHeadroomMib), vm.memory_headroom_mib);
     } else {
       return Invalid(origin, node, "unknown key \"vm." + std::string(key) + "\"");
     }
@@ -398,6 +402,7 @@ toml::table VmTable(const VmOptions& vm) {
       {"tcg_tb_size_mib", static_cast<int64_t>(vm.tcg_tb_size_mib)},
       {"templates", vm.templates},
       {"template_cache_mib", static_cast<int64_t>(vm.template_cache_mib)},
+      {"memory_headroom_mib", static_cast<int64_t>(vm.memory_headroom_mib)},
   };
 }
 

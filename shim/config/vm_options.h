@@ -34,6 +34,12 @@ struct VmOptions {
   // The template cache's bound: the RAM the templates of all shapes hold
   // on tmpfs, in MiB. The oldest used template goes first.
   uint32_t template_cache_mib = 1024;
+  // RAM the VM boots with beyond the pod's size, for in-place resizes
+  // (docs/vm.md, "Resize"): untouched guest pages cost the host nothing,
+  // and the guest's cgroups hold the pod's containers to the pod's size
+  // until a resize raises it. 0: the VM is the pod's size, and a resize can
+  // only lower it.
+  uint32_t memory_headroom_mib = 0;
   friend bool operator==(const VmOptions&, const VmOptions&) = default;
 };
 

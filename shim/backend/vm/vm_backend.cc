@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
 #include "google/protobuf/any.pb.h"
@@ -34,6 +35,19 @@ pb::Stdio StdioFlags(const ProcessStdio& stdio, bool terminal) {
   flags.set_stdout(terminal || stdio.stdout_fd >= 0);
   flags.set_stderr(!terminal && stdio.stderr_fd >= 0);
   return flags;
+}
+
+// The container's memory limit in its config.json (linux.resources.memory),
+// bytes; 0: none.
+int64_t SpecMemoryLimit(const std::string& spec_json) {
+  const nlohmann::json spec = nlohmann::json::parse(spec_json, nullptr, false);
+  const nlohmann::json* resources = nullptr;
+  if (spec.is_object() && spec.contains("linux") && spec["linux"].is_object() &&
+      spec["linux"].contains("resources")) {
+    resources = &spec["linux"]["resources"];
+  }
+  if (resources == nullptr) return 0;
+  return MemoryLimitOf(resources->dump()).value_or(0);
 }
 
 }  // namespace
@@ -97,7 +111,7 @@ void VmBackend::Create(const CreateRequest& req, Done done) {
   create.set_spec_json(guest->spec_json);
   *create.mutable_stdio() = StdioFlags(req.stdio, terminal);
   // The stdio descriptors are the caller's until `done`: ours are dups.
-  containers_[req.id];
+  containers_[req.id].memory_limit = SpecMemoryLimit(*spec);
   Status stdio = StartStdio(req.id, "", req.stdio, terminal);
   if (!stdio.ok()) {
     share_->RemoveContainer(req.id).IgnoreError();
@@ -236,8 +250,33 @@ void VmBackend::Update(const std::string& id, const std::string& resources_json,
   pb::UpdateContainerRequest req;
   req.set_container_id(id);
   req.set_resources_json(resources_json);
+  std::optional<int64_t> memory = MemoryLimitOf(resources_json);
+  if (capacity_.headroom_mib > 0) {
+    // With headroom the pod's containers together follow their limits.
+    std::map<std::string, int64_t> limits;
+    for (const auto& [container, c] : containers_) {
+      if (container != sandbox_id_) limits[container] = c.memory_limit;
+    }
+    if (memory) limits[id] = *memory;
+    Result<uint64_t> pod_max = PodMemoryMax(id, limits, capacity_);
+    if (!pod_max) {
+      log_.Warn("pod {}: {}", sandbox_id_, pod_max.error().message());
+      return Post(std::move(done), pod_max.error());
+    }
+    req.set_pod_memory_max_bytes(*pod_max);
+  }
+  std::weak_ptr<bool> alive = alive_;
   agent_->Call<pb::UpdateContainerResponse>(
-      "UpdateContainer", req, Answer<pb::UpdateContainerResponse>("update " + id, std::move(done)));
+      "UpdateContainer", req,
+      [this, alive, id, memory,
+       answer = Answer<pb::UpdateContainerResponse>("update " + id, std::move(done))](
+          Result<pb::UpdateContainerResponse> r) mutable {
+        if (r && memory && !alive.expired()) {
+          if (auto c = containers_.find(id); c != containers_.end())
+            c->second.memory_limit = *memory;
+        }
+        answer(std::move(r));
+      });
 }
 
 void VmBackend::Ps(const std::string& id, std::function<void(Result<std::vector<pid_t>>)> done) {

@@ -90,6 +90,7 @@ class VmBackend final : public Backend {
     std::map<std::string, uint64_t> waits;  // exit watches by exec id: their generation
     uint64_t oom_kills = 0;
     std::function<void()> on_oom;
+    int64_t memory_limit = 0;  // bytes, 0: none (PodMemoryMax's input)
   };
 
   struct TemplateBuilder;

@@ -44,6 +44,7 @@ struct VmBackend::Boot {
   // The pod cgroup QEMU joins on a v1 host (SandboxRequest's).
   std::optional<std::string> pod_cgroup;
   uint64_t container_memory_mib = 0;  // the pod's containers' sum, for Update's bound
+  uint64_t headroom_mib = 0;          // [vm] memory_headroom_mib, in memory_mib
   // What the guest's eth0 gets (CreateSandbox); interfaces empty: no NIC.
   ::hull::agent::v1::Network network;
   EventLoop::Clock::time_point requested;  // PrepareSandbox called

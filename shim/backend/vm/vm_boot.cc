@@ -98,6 +98,10 @@ void VmBackend::PrepareSandbox(const SandboxRequest& req, Done done) {
   boot->done = std::move(done);
   boot->vcpus = req.size && req.size->vcpus > 0 ? req.size->vcpus : 1;
   boot->memory_mib = req.size && req.size->memory_mib > 0 ? req.size->memory_mib : 256;
+  // Headroom for in-place resizes: RAM the guest's cgroups keep from the
+  // pod's containers until a resize gives it to them (docs/vm.md, "Resize").
+  boot->headroom_mib = options_.vm.memory_headroom_mib;
+  boot->memory_mib += boot->headroom_mib;
   boot->timeout = std::chrono::milliseconds(options_.vm.agent_timeout_ms);
   const oci::Spec& spec = req.spec;
   PodNetworkSpec net = ReadPodNetworkSpec(spec);
@@ -190,7 +194,8 @@ void VmBackend::StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> c
   qemu_pid_ = *pid;
   capacity_ = VmCapacity{.vcpus = boot->vcpus,
                          .memory_mib = boot->memory_mib,
-                         .container_memory_mib = boot->container_memory_mib};
+                         .container_memory_mib = boot->container_memory_mib,
+                         .headroom_mib = boot->headroom_mib};
   JoinPodCgroupV1(boot->pod_cgroup);
   log_.Info("pod {}: QEMU pid {}: {} vCPUs, {} MiB, {} {}, {}, run directory {}", sandbox_id_,
             qemu_pid_, boot->vcpus, boot->memory_mib, options_.vm.machine, options_.vm.accel,
@@ -360,6 +365,11 @@ void VmBackend::SayHello(std::shared_ptr<Boot> boot) {
         create.set_share_tag(std::string(kShareTag));
         create.set_share_path(std::string(kGuestSharePath));
         *create.mutable_network() = boot->network;
+        if (capacity_.headroom_mib > 0) {
+          // The pod's containers start held to the pod's size.
+          create.set_pod_memory_max_bytes((ContainersCapMib(capacity_) - capacity_.headroom_mib)
+                                          << 20);
+        }
         agent_->Call<pb::CreateSandboxResponse>(
             "CreateSandbox", create,
             [this, alive, boot, attempt](Result<pb::CreateSandboxResponse> c) {

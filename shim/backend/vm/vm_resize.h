@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,14 +20,36 @@ namespace hull::shim::vm {
 // What the pod's VM booted with.
 struct VmCapacity {
   uint32_t vcpus = 0;
-  uint64_t memory_mib = 0;            // the VM's RAM
+  uint64_t memory_mib = 0;            // the VM's RAM, headroom included
   uint64_t container_memory_mib = 0;  // of it, for the pod's containers; 0: memory_mib
+  // [vm] memory_headroom_mib: RAM beyond the pod's size, which a resize can
+  // give the pod's containers on top of container_memory_mib.
+  uint64_t headroom_mib = 0;
 };
+
+// The most the pod's containers can hold in the VM, in MiB:
+// container_memory_mib (or the VM's RAM) plus the headroom.
+uint64_t ContainersCapMib(const VmCapacity& vm);
 
 // Ok when the LinuxResources JSON `resources_json` for container `id` fits
 // `vm`; FailedPrecondition naming the request and the VM's size otherwise;
 // InvalidArgument when it is not a JSON object.
 Status CheckResizeFits(const std::string& id, std::string_view resources_json,
                        const VmCapacity& vm);
+
+// The memory limit, in bytes, of LinuxResources JSON `resources_json`: its
+// memory.limit when positive, nullopt when it sets none (or is not JSON).
+std::optional<int64_t> MemoryLimitOf(std::string_view resources_json);
+
+// With headroom, the guest holds the pod's containers together to what
+// their limits add up to (the cgroup above theirs, /sys/fs/cgroup/hull),
+// never less than the pod's size (container_memory_mib) nor more than
+// ContainersCapMib. `limits`: each container's memory limit in bytes, 0 for
+// none (counted as nothing: the pod's size bounds it); the pause container
+// left out. The bytes to set, or FailedPrecondition naming both sizes when
+// the limits add up to more than the VM can give (`id`: the container whose
+// update it is).
+Result<uint64_t> PodMemoryMax(const std::string& id, const std::map<std::string, int64_t>& limits,
+                              const VmCapacity& vm);
 
 }  // namespace hull::shim::vm

@@ -50,6 +50,11 @@ class AgentServiceTest : public ::testing::Test {
                           refreshes_.push_back({unix_nano, entropy});
                           return refresh_result_;
                         },
+                    .set_pod_memory_max =
+                        [this](uint64_t bytes) {
+                          pod_memory_.push_back(bytes);
+                          return pod_memory_result_;
+                        },
                 });
     service_->Register(*server_);
     int fds[2];
@@ -94,6 +99,8 @@ class AgentServiceTest : public ::testing::Test {
   Status network_result_ = Status::Ok();
   std::vector<std::pair<int64_t, std::string>> refreshes_;
   Status refresh_result_ = Status::Ok();
+  std::vector<uint64_t> pod_memory_;
+  Status pod_memory_result_ = Status::Ok();
 };
 
 TEST_F(AgentServiceTest, HelloDescribesThisMachine) {
@@ -158,7 +165,8 @@ TEST_F(AgentServiceTest, CreateSandboxRefusesBadRequestsAndReportsMountFailures)
 
 TEST_F(AgentServiceTest, CreateSandboxTouchesTheNetworkOnlyWhenGivenOne) {
   ASSERT_TRUE(Create("p0").has_value());
-  EXPECT_TRUE(networks_.empty());  // no `network`: not touched
+  EXPECT_TRUE(networks_.empty());    // no `network`: not touched
+  EXPECT_TRUE(pod_memory_.empty());  // nor the pod's memory
 
   pb::CreateSandboxRequest req;
   req.set_sandbox_id("p1");
@@ -213,6 +221,51 @@ TEST_F(AgentServiceTest, UnknownMethodsAreUnimplemented) {
   Result<std::string> unknown = client_->CallSync(kAgentService, "Nope", "");
   ASSERT_FALSE(unknown.has_value());
   EXPECT_EQ(unknown.error().code(), Code::kUnimplemented);
+}
+
+// With [vm] memory_headroom_mib the host sends the pod's size for the
+// containers' parent cgroup: set once, before anything else of the sandbox;
+// a failure to set it fails CreateSandbox and records nothing.
+TEST_F(AgentServiceTest, CreateSandboxSetsThePodsMemoryWhenGivenIt) {
+  pb::CreateSandboxRequest req;
+  req.set_sandbox_id("p1");
+  req.set_hostname("h1");
+  req.set_pod_memory_max_bytes(256u << 20);
+  pod_memory_result_ = InternalError("write memory.max: EBUSY");
+  auto failed = Call<pb::CreateSandboxResponse>("CreateSandbox", req);
+  ASSERT_FALSE(failed.has_value());
+  EXPECT_NE(failed.error().message().find("pod memory"), std::string::npos)
+      << failed.error().ToString();
+  EXPECT_TRUE(hostnames_.empty());  // it came first
+  pod_memory_result_ = Status::Ok();
+  ASSERT_TRUE(Call<pb::CreateSandboxResponse>("CreateSandbox", req).has_value());
+  const std::vector<uint64_t> want = {256u << 20, 256u << 20};
+  EXPECT_EQ(pod_memory_, want);
+  EXPECT_EQ(hostnames_, std::vector<std::string>{"h1"});
+}
+
+// An agent without the hook (a fuzzer's) refuses a pod memory limit.
+TEST(AgentServiceHooksTest, WithoutTheHookAPodMemoryLimitIsRefused) {
+  auto loop = EventLoop::Create();
+  ASSERT_TRUE(loop.has_value());
+  ttrpc::Server server(**loop);
+  AgentService service(
+      **loop,
+      AgentHooks{.power_off = [] {},
+                 .mount_share = [](const std::string&, const std::string&) { return Status::Ok(); },
+                 .set_hostname = [](const std::string&) { return Status::Ok(); }});
+  service.Register(server);
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  ASSERT_TRUE(server.ServeConnection(UniqueFd(fds[0])).ok());
+  auto client = ttrpc::Client::FromFd(**loop, UniqueFd(fds[1]));
+  ASSERT_TRUE(client.has_value());
+  pb::CreateSandboxRequest req;
+  req.set_sandbox_id("p1");
+  req.set_pod_memory_max_bytes(256u << 20);
+  auto r = (*client)->CallUnarySync<pb::CreateSandboxResponse>(kAgentService, "CreateSandbox", req);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), Code::kFailedPrecondition);
 }
 
 }  // namespace

@@ -64,11 +64,13 @@ class ContainerServiceTest : public ::testing::Test {
   // A service running `runtime`; registering replaces the earlier one's
   // handlers.
   void MakeService(const std::string& runtime, std::unique_ptr<shim::Backend> backend = nullptr) {
-    service_ = std::make_unique<ContainerService>(
-        *loop_, *reaper_,
-        ContainerOptions{
-            .runtime = runtime, .runtime_root = dir_ + "/crun", .state_dir = dir_ + "/state"},
-        std::move(backend));
+    service_ =
+        std::make_unique<ContainerService>(*loop_, *reaper_,
+                                           ContainerOptions{.runtime = runtime,
+                                                            .runtime_root = dir_ + "/crun",
+                                                            .state_dir = dir_ + "/state",
+                                                            .set_pod_memory_max = pod_memory_hook_},
+                                           std::move(backend));
     service_->Register(*server_);
   }
 
@@ -100,6 +102,7 @@ class ContainerServiceTest : public ::testing::Test {
   std::unique_ptr<ttrpc::Server> server_;
   std::unique_ptr<ContainerService> service_;
   std::unique_ptr<ttrpc::Client> client_;
+  std::function<Status(uint64_t)> pod_memory_hook_;  // MakeService's set_pod_memory_max
 };
 
 TEST_F(ContainerServiceTest, EveryCallOnAnUnknownContainerIsNotFound) {
@@ -214,6 +217,61 @@ TEST_F(ContainerServiceTest, AGivenBackendRunsTheContainers) {
   remove.set_container_id("c");
   EXPECT_EQ(CallCode("RemoveContainer", remove), Code::kOk);
   EXPECT_TRUE(StateDirEmpty());
+}
+
+// With headroom the host sends the pod's containers' limit with an update
+// (docs/vm.md, "Resize"): set before the container's own when it goes up,
+// after it when it goes down; not at all without one; and refused by an
+// agent that cannot set it, before the container changes.
+TEST_F(ContainerServiceTest, UpdateRaisesThePodsMemoryBeforeAndLowersItAfter) {
+  std::vector<std::pair<uint64_t, size_t>> set;  // bytes, backend Updates before it
+  shim::testing::FakeBackend* backend = nullptr;
+  pod_memory_hook_ = [&](uint64_t bytes) {
+    set.emplace_back(bytes, backend->count("Update"));
+    return Status::Ok();
+  };
+  auto owned =
+      std::make_unique<shim::testing::FakeBackend>(*loop_, *reaper_, shim::RuntimeOptions{});
+  backend = owned.get();
+  backend->SetInitPid("c", 4242);
+  MakeService(dir_ + "/no-such-crun", std::move(owned));
+  auto created = client_->CallUnarySync<pb::CreateContainerResponse>(
+      kService, "CreateContainer", CreateRequest("c"),
+      ttrpc::CallOptions{.deadline = loop_->Now() + 5s});
+  ASSERT_TRUE(created.has_value()) << created.error().ToString();
+  pb::StartContainerRequest start;
+  start.set_container_id("c");
+  ASSERT_EQ(CallCode("StartContainer", start), Code::kOk);
+
+  pb::UpdateContainerRequest update;
+  update.set_container_id("c");
+  update.set_resources_json(R"({"memory":{"limit":469762048}})");
+  update.set_pod_memory_max_bytes(448u << 20);
+  EXPECT_EQ(CallCode("UpdateContainer", update), Code::kOk);
+  update.set_resources_json(R"({"memory":{"limit":268435456}})");
+  update.set_pod_memory_max_bytes(256u << 20);
+  EXPECT_EQ(CallCode("UpdateContainer", update), Code::kOk);
+  update.clear_pod_memory_max_bytes();
+  EXPECT_EQ(CallCode("UpdateContainer", update), Code::kOk);
+  EXPECT_EQ(backend->count("Update"), 3u);
+  const std::vector<std::pair<uint64_t, size_t>> want = {{448u << 20, 0}, {256u << 20, 2}};
+  EXPECT_EQ(set, want);
+
+  // The same agent without the hook (a fuzzer's): refused, nothing updated.
+  pod_memory_hook_ = nullptr;
+  auto plain =
+      std::make_unique<shim::testing::FakeBackend>(*loop_, *reaper_, shim::RuntimeOptions{});
+  backend = plain.get();
+  backend->SetInitPid("d", 4243);
+  MakeService(dir_ + "/no-such-crun", std::move(plain));
+  created = client_->CallUnarySync<pb::CreateContainerResponse>(
+      kService, "CreateContainer", CreateRequest("d"),
+      ttrpc::CallOptions{.deadline = loop_->Now() + 5s});
+  ASSERT_TRUE(created.has_value()) << created.error().ToString();
+  update.set_container_id("d");
+  update.set_pod_memory_max_bytes(512u << 20);
+  EXPECT_EQ(CallCode("UpdateContainer", update), Code::kFailedPrecondition);
+  EXPECT_EQ(backend->count("Update"), 0u);
 }
 
 }  // namespace

@@ -64,5 +64,60 @@ TEST(VmResizeTest, BeyondTheVmIsRefusedNamingBothSizes) {
   EXPECT_FALSE(CheckResizeFits("app", Memory(400 << 20), {.vcpus = 2, .memory_mib = 376}).ok());
 }
 
+// [vm] memory_headroom_mib = 256 on the same pod: a 632 MiB VM whose
+// containers can grow to 512 MiB together.
+VmCapacity Pod256WithHeadroom() {
+  VmCapacity vm = Pod256();
+  vm.headroom_mib = 256;
+  vm.memory_mib += vm.headroom_mib;
+  return vm;
+}
+
+TEST(VmResizeTest, HeadroomIsWhatAResizeCanGrowInto) {
+  const VmCapacity vm = Pod256WithHeadroom();
+  EXPECT_EQ(ContainersCapMib(vm), 512u);
+  EXPECT_EQ(ContainersCapMib(Pod256()), 256u);
+  EXPECT_TRUE(CheckResizeFits("app", Memory(448 << 20), vm).ok());
+  EXPECT_TRUE(CheckResizeFits("app", Memory(512 << 20), vm).ok());
+  Status s = CheckResizeFits("app", Memory(1024 << 20), vm);
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("a memory limit of 1024 MiB does not fit the pod's VM, booted with "
+                             "632 MiB of RAM of which 512 MiB are for the pod's containers (256 "
+                             "MiB of them [vm] memory_headroom_mib)"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(VmResizeTest, ThePodsContainersAreHeldToTheirLimitsTogether) {
+  const VmCapacity vm = Pod256WithHeadroom();
+  constexpr int64_t kMiB = 1 << 20;
+  // Never below the pod's size: no limits, or limits that add up to less.
+  EXPECT_EQ(PodMemoryMax("a", {}, vm).value(), 256u * kMiB);
+  EXPECT_EQ(PodMemoryMax("a", {{"a", 0}, {"b", 0}}, vm).value(), 256u * kMiB);
+  EXPECT_EQ(PodMemoryMax("a", {{"a", 128 * kMiB}}, vm).value(), 256u * kMiB);
+  // A raise past it: the sum.
+  EXPECT_EQ(PodMemoryMax("a", {{"a", 448 * kMiB}}, vm).value(), 448u * kMiB);
+  EXPECT_EQ(PodMemoryMax("a", {{"a", 300 * kMiB}, {"b", 100 * kMiB}, {"c", 0}}, vm).value(),
+            400u * kMiB);
+  EXPECT_EQ(PodMemoryMax("a", {{"a", 512 * kMiB}}, vm).value(), 512u * kMiB);
+  // Each fits, the sum does not: refused, naming both sizes.
+  Result<uint64_t> over = PodMemoryMax("a", {{"a", 400 * kMiB}, {"b", 200 * kMiB}}, vm);
+  ASSERT_FALSE(over.has_value());
+  EXPECT_EQ(over.error().code(), Code::kFailedPrecondition);
+  EXPECT_NE(over.error().message().find("would add up to 600 MiB, more than the 512 MiB"),
+            std::string::npos)
+      << over.error().message();
+  // A limit far beyond (an overflow would wrap the sum) is refused too.
+  EXPECT_FALSE(
+      PodMemoryMax("a", {{"a", INT64_MAX}, {"b", INT64_MAX}, {"c", INT64_MAX}}, vm).has_value());
+}
+
+TEST(VmResizeTest, TheMemoryLimitOfAnUpdate) {
+  EXPECT_EQ(MemoryLimitOf(Memory(256 << 20)), std::optional<int64_t>(256 << 20));
+  EXPECT_EQ(MemoryLimitOf(Memory(-1)), std::nullopt);
+  EXPECT_EQ(MemoryLimitOf(R"({"cpu":{"quota":1000}})"), std::nullopt);
+  EXPECT_EQ(MemoryLimitOf("not json"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace hull::shim::vm

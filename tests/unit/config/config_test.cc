@@ -115,6 +115,7 @@ ShimConfig EveryKey() {
   c.runtime.vm.tcg_tb_size_mib = 64;
   c.runtime.vm.templates = true;
   c.runtime.vm.template_cache_mib = 512;
+  c.runtime.vm.memory_headroom_mib = 128;
   c.security.confine = true;
   return c;
 }
@@ -338,6 +339,7 @@ kernel = "/k"
 tcg_tb_size_mib = 16
 templates = true
 template_cache_mib = 2048
+memory_headroom_mib = 512
 )",
                        "vm.toml", c);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -346,6 +348,7 @@ template_cache_mib = 2048
   EXPECT_EQ(c.runtime.vm.tcg_tb_size_mib, 16u);
   EXPECT_TRUE(c.runtime.vm.templates);
   EXPECT_EQ(c.runtime.vm.template_cache_mib, 2048u);
+  EXPECT_EQ(c.runtime.vm.memory_headroom_mib, 512u);
   EXPECT_EQ(c.runtime.vm.kernel, "/k");
   EXPECT_EQ(c.runtime.vm.qemu, "qemu-system-x86_64");  // the default
 }
@@ -363,6 +366,7 @@ TEST_F(ConfigTest, VmBadKeysAndValuesAreRefusedWithTheLine) {
            Bad{"[vm]\nkernel = 3", "kernel: expected a string"},
            Bad{"[vm]\ntemplates = \"yes\"", "templates: expected true or false"},
            Bad{"[vm]\ntcg_tb_size_mib = -1", "tcg_tb_size_mib: expected an integer"},
+           Bad{"[vm]\nmemory_headroom_mib = 2000000", "memory_headroom_mib: expected an integer"},
            Bad{"[vm]\nvcpus = 2", "unknown key \"vm.vcpus\""},
        }) {
     ShimConfig c = EveryKey();
