@@ -41,13 +41,11 @@ pb::Stdio StdioFlags(const ProcessStdio& stdio, bool terminal) {
 // bytes; 0: none.
 int64_t SpecMemoryLimit(const std::string& spec_json) {
   const nlohmann::json spec = nlohmann::json::parse(spec_json, nullptr, false);
-  const nlohmann::json* resources = nullptr;
-  if (spec.is_object() && spec.contains("linux") && spec["linux"].is_object() &&
-      spec["linux"].contains("resources")) {
-    resources = &spec["linux"]["resources"];
+  if (!spec.is_object() || !spec.contains("linux") || !spec["linux"].is_object() ||
+      !spec["linux"].contains("resources")) {
+    return 0;
   }
-  if (resources == nullptr) return 0;
-  return MemoryLimitOf(resources->dump()).value_or(0);
+  return MemoryLimitIn(spec["linux"]["resources"]).value_or(0);
 }
 
 }  // namespace
@@ -111,7 +109,8 @@ void VmBackend::Create(const CreateRequest& req, Done done) {
   create.set_spec_json(guest->spec_json);
   *create.mutable_stdio() = StdioFlags(req.stdio, terminal);
   // The stdio descriptors are the caller's until `done`: ours are dups.
-  containers_[req.id].memory_limit = SpecMemoryLimit(*spec);
+  // Only headroom needs the containers' limits (Update, PodMemoryMax).
+  containers_[req.id].memory_limit = capacity_.headroom_mib > 0 ? SpecMemoryLimit(*spec) : 0;
   Status stdio = StartStdio(req.id, "", req.stdio, terminal);
   if (!stdio.ok()) {
     share_->RemoveContainer(req.id).IgnoreError();

@@ -41,12 +41,15 @@ uint64_t ContainersCapMib(const VmCapacity& vm) {
   return pod + vm.headroom_mib;
 }
 
-std::optional<int64_t> MemoryLimitOf(std::string_view resources_json) {
-  const nlohmann::json r = nlohmann::json::parse(resources_json, nullptr, false);
-  if (!r.is_object() || !r.contains("memory")) return std::nullopt;
-  const int64_t limit = Int(r["memory"], "limit");
+std::optional<int64_t> MemoryLimitIn(const nlohmann::json& resources) {
+  if (!resources.is_object() || !resources.contains("memory")) return std::nullopt;
+  const int64_t limit = Int(resources["memory"], "limit");
   if (limit <= 0) return std::nullopt;
   return limit;
+}
+
+std::optional<int64_t> MemoryLimitOf(std::string_view resources_json) {
+  return MemoryLimitIn(nlohmann::json::parse(resources_json, nullptr, false));
 }
 
 Result<uint64_t> PodMemoryMax(const std::string& id, const std::map<std::string, int64_t>& limits,

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,8 +38,10 @@ uint64_t ContainersCapMib(const VmCapacity& vm);
 Status CheckResizeFits(const std::string& id, std::string_view resources_json,
                        const VmCapacity& vm);
 
-// The memory limit, in bytes, of LinuxResources JSON `resources_json`: its
-// memory.limit when positive, nullopt when it sets none (or is not JSON).
+// The memory limit, in bytes, of LinuxResources: its memory.limit when
+// positive, nullopt when it sets none (or is not a JSON object).
+// MemoryLimitIn takes it parsed, MemoryLimitOf as JSON text.
+std::optional<int64_t> MemoryLimitIn(const nlohmann::json& resources);
 std::optional<int64_t> MemoryLimitOf(std::string_view resources_json);
 
 // With headroom, the guest holds the pod's containers together to what
