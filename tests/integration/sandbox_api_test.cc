@@ -390,6 +390,46 @@ TEST_P(SandboxApiTest, ShimSandboxerRunsAPodWithTwoContainers) {
   EXPECT_GT(U64(s["cpu"]["usage_core_nano_seconds"]["value"]), 0u) << s.dump();
   EXPECT_GT(U64(s["memory"]["working_set_bytes"]["value"]), 0u) << s.dump();
 
+  // In-place resize through the shim sandboxer, in the kubelet's sequence
+  // (UpdatePodSandboxResources, then UpdateContainerResources): down to 128
+  // MiB and up to 256 MiB, read back where the container sees its limit
+  // (runc: its cgroup; vm: its cgroup in the guest, at /sys/fs/cgroup in its
+  // cgroup namespace). runsc: accepted, the sandbox being held by the pod's
+  // cgroup (docs/backends.md, "runsc"). vm: 512 MiB, beyond the VM, is
+  // refused naming both sizes, and the limit stays.
+  auto resize = [&](int64_t memory) {
+    const json resources = {
+        {"cpu_period", 100000}, {"cpu_quota", 100000}, {"memory_limit_in_bytes", memory}};
+    CriReply sandbox = cri_->Call("UpdatePodSandboxResources",
+                                  {{"pod_sandbox_id", pod}, {"resources", resources}});
+    EXPECT_TRUE(sandbox.ok) << sandbox.error;
+    return cri_->Call("UpdateContainerResources", {{"container_id", c1}, {"linux", resources}},
+                      CallTimeout());
+  };
+  auto seen_limit = [&] {
+    CriReply r = Exec(c1,
+                      "cat /sys/fs/cgroup/memory.max 2>/dev/null || "
+                      "cat /sys/fs/cgroup/memory/memory.limit_in_bytes");
+    EXPECT_TRUE(r.ok) << r.error;
+    return DecodeBase64(r.body.value("stdout", ""));
+  };
+  for (const int64_t memory : {128ll << 20, 256ll << 20}) {
+    CriReply update = resize(memory);
+    ASSERT_TRUE(update.ok) << update.error << "\n" << containerd_->LogTail();
+    if (!runsc()) {
+      EXPECT_EQ(seen_limit(), std::to_string(memory) + "\n");
+    }
+  }
+  if (vm()) {
+    CriReply beyond = resize(512ll << 20);
+    ASSERT_FALSE(beyond.ok);
+    EXPECT_NE(beyond.error.find("a memory limit of 512 MiB does not fit the pod's VM, booted with "
+                                "376 MiB of RAM of which 256 MiB are for the pod's containers"),
+              std::string::npos)
+        << beyond.error;
+    EXPECT_EQ(seen_limit(), std::to_string(256 << 20) + "\n");
+  }
+
   RemovePodAndCheckNothingLeft(pod);
   if (vm()) {
     // StopSandbox powered the guest off; QEMU was not killed.
