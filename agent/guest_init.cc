@@ -215,13 +215,20 @@ Status RefreshFromHost(int64_t unix_nano, const std::string& entropy) {
 }
 
 Status SetPodMemoryMax(uint64_t bytes) {
-  constexpr char kPodCgroup[] = "/sys/fs/cgroup/hull";
-  if (::mkdir(kPodCgroup, 0755) != 0) {
-    if (errno != EEXIST) return ErrnoError("mkdir", kPodCgroup);
-  } else {
-    HULL_RETURN_IF_ERROR(EnableControllers(kPodCgroup));
+  return SetPodMemoryMaxIn("/sys/fs/cgroup", bytes);
+}
+
+Status SetPodMemoryMaxIn(const std::string& cgroup_root, uint64_t bytes) {
+  const std::string pod = cgroup_root + "/hull";
+  if (::mkdir(pod.c_str(), 0755) != 0) {
+    if (errno != EEXIST) return ErrnoError("mkdir", pod);
+  } else if (Status enabled = EnableControllers(pod); !enabled.ok()) {
+    // Left in place, the cgroup would be found at the next call and used
+    // without its controllers: remove it, so that call starts again.
+    ::rmdir(pod.c_str());
+    return enabled.WithContext("the pod's cgroup " + pod);
   }
-  return WriteTo(std::string(kPodCgroup) + "/memory.max", std::to_string(bytes));
+  return WriteTo(pod + "/memory.max", std::to_string(bytes));
 }
 
 }  // namespace hull::agent

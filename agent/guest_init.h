@@ -38,7 +38,10 @@ Status RefreshFromHost(int64_t unix_nano, const std::string& entropy);
 // The cgroup that holds the pod's containers (/sys/fs/cgroup/hull, the
 // parent of each container's, agent/guest_spec.h): made if missing, with the
 // root's controllers enabled below it, and its memory.max set to `bytes`
-// (docs/vm.md, "Resize").
+// (docs/vm.md, "Resize"). A cgroup this call made is removed again if its
+// controllers cannot be enabled. SetPodMemoryMaxIn: the same below another
+// cgroup2 root (tests).
 Status SetPodMemoryMax(uint64_t bytes);
+Status SetPodMemoryMaxIn(const std::string& cgroup_root, uint64_t bytes);
 
 }  // namespace hull::agent
