@@ -45,12 +45,18 @@ Result<std::string> GuestSpec(const std::string& spec_json, const std::string& i
   linux.erase("mountLabel");
   if (auto ns = linux.find("namespaces"); ns != linux.end() && ns->is_array()) {
     json kept = json::array();
+    bool cgroup = false;
     for (json& entry : *ns) {
       if (!entry.is_object()) return InvalidArgumentError("linux.namespaces holds a non-object");
-      if (entry.value("type", "") == "network") continue;
+      const std::string type = entry.value("type", "");
+      if (type == "network") continue;
+      cgroup = cgroup || type == "cgroup";
       entry.erase("path");
       kept.push_back(std::move(entry));
     }
+    // The container's own cgroup (its limits) at /sys/fs/cgroup, as runc's
+    // on a cgroup v2 host, not the guest's whole tree.
+    if (!cgroup) kept.push_back({{"type", "cgroup"}});
     *ns = std::move(kept);
   }
   // The network sysctls went with the network namespace: crun refuses them

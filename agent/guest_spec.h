@@ -22,6 +22,9 @@ std::string GuestCgroupPath(const std::string& id);
 //   which is the pod's) and `path` removed from the other namespaces (a
 //   host path means nothing in the guest), and with it the `net.*` entries
 //   of linux.sysctl (crun refuses them without a network namespace);
+// - a cgroup namespace added when there is none, so that the container
+//   sees its own cgroup (its limits) at /sys/fs/cgroup, as runc's do on a
+//   cgroup v2 host;
 // - process.apparmorProfile, process.selinuxLabel, linux.mountLabel and
 //   hooks removed (the guest loads no LSM policy and has no host binaries).
 // InvalidArgument when the JSON is not a spec object or has no root.path.

@@ -36,8 +36,10 @@ TEST(GuestSpecTest, RewritesWhatOnlyTheHostHas) {
   EXPECT_EQ(spec["root"]["path"], "/run/hull/pod/c1/rootfs");
   EXPECT_EQ(spec["root"]["readonly"], true);
   EXPECT_EQ(spec["linux"]["cgroupsPath"], "/hull/c1");
+  // The host's ipc path removed; a cgroup namespace added.
   EXPECT_EQ(spec["linux"]["namespaces"],
-            json::parse(R"([{"type": "pid"}, {"type": "ipc"}, {"type": "mount"}])"));
+            json::parse(R"([{"type": "pid"}, {"type": "ipc"}, {"type": "mount"},
+                            {"type": "cgroup"}])"));
   EXPECT_FALSE(spec.contains("hooks"));
   EXPECT_FALSE(spec["process"].contains("apparmorProfile"));
   EXPECT_FALSE(spec["process"].contains("selinuxLabel"));
@@ -58,6 +60,16 @@ TEST(GuestSpecTest, AnAbsoluteRootAndASpecWithoutLinux) {
   json guest = json::parse(*out);
   EXPECT_EQ(guest["root"]["path"], "/run/hull/pod/shared-rootfs");
   EXPECT_EQ(guest["linux"]["cgroupsPath"], "/hull/c2");
+}
+
+// A spec that already asks for a cgroup namespace keeps that one only.
+TEST(GuestSpecTest, ACgroupNamespaceAskedForIsTheOnlyOne) {
+  json host = HostSpec();
+  host["linux"]["namespaces"] = json::parse(R"([{"type": "cgroup"}, {"type": "mount"}])");
+  auto out = GuestSpec(host.dump(), "c1", "/run/hull/pod/c1");
+  ASSERT_TRUE(out.has_value()) << out.error().ToString();
+  EXPECT_EQ(json::parse(*out)["linux"]["namespaces"],
+            json::parse(R"([{"type": "cgroup"}, {"type": "mount"}])"));
 }
 
 TEST(GuestSpecTest, MalformedSpecsAreInvalidArgument) {
