@@ -104,7 +104,6 @@ constexpr Flavour kRunsc{
     .no_update =
         "runsc has no update command: the cgroup of a gVisor sandbox's own "
         "container is set when the sandbox is created",
-    .joined_update_held_by_pod = true,
     .no_checkpoint =
         "runsc checkpoint is experimental in runsc 20221219 (Debian 12) and does "
         "not return with --leave-running; hull does not offer it",

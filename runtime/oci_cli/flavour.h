@@ -86,12 +86,6 @@ struct Flavour {
   // Non-empty: the runtime cannot do this here, and the call is answered
   // Unimplemented with this reason instead of running the runtime.
   std::string_view no_update;
-  // runsc: an Update of a container that joined another container's sandbox
-  // is accepted without running the runtime. gVisor applies no container's
-  // own limits on the host, at create as at update: its processes live in
-  // the sandbox, whose host cgroup is the sandbox container's, below the
-  // pod's cgroup that the kubelet resizes (docs/backends.md, "runsc").
-  bool joined_update_held_by_pod = false;
   std::string_view no_checkpoint;
   std::string_view no_oom;
 };

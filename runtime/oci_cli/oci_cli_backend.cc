@@ -446,10 +446,12 @@ void OciCliBackend::Resume(const std::string& id, Done done) {
 
 void OciCliBackend::Update(const std::string& id, const std::string& resources_json, Done done) {
   if (std::string_view why = argv_.flavour().no_update; !why.empty()) {
-    auto it = containers_.find(id);
-    if (argv_.flavour().joined_update_held_by_pod && it != containers_.end() && it->second.joined) {
-      // Nothing to write: the pod's cgroup bounds the sandbox (Flavour).
-      // Refuse what runc would refuse, so a bad request is not reported done.
+    // A container that joined another's sandbox (runsc) has no host cgroup
+    // of its own, at create as at update: its processes live in the
+    // sandbox, whose cgroup is the sandbox container's, below the pod's that
+    // the kubelet resizes (docs/backends.md, "runsc"). Nothing to write;
+    // refuse what runc would refuse, so a bad request is not reported done.
+    if (auto it = containers_.find(id); it != containers_.end() && it->second.joined) {
       auto parsed = cgroups::ParseResources(std::string_view(resources_json));
       if (!parsed) return PostDone(std::move(done), parsed.error().WithContext("update " + id));
       return PostDone(std::move(done), Status());
