@@ -229,6 +229,13 @@ std::string HostTscKhz() {
   return "";
 }
 
+bool ConsoleReportsStall(std::string_view console) {
+  // "rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:", "rcu: INFO:
+  // rcu_sched self-detected stall on CPU", "watchdog: BUG: soft lockup".
+  return console.find("detected stall") != std::string_view::npos ||
+         console.find("BUG: soft lockup") != std::string_view::npos;
+}
+
 std::string LastLines(std::string_view text, size_t n) {
   while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
   size_t pos = text.size();

@@ -110,4 +110,9 @@ std::string HostTscKhz();
 // The last `n` lines of `text` (the console log's tail for messages).
 std::string LastLines(std::string_view text, size_t n);
 
+// Whether a guest's console reports a CPU stuck (an RCU stall, a soft
+// lockup). Under multi-threaded TCG on a loaded host a boot has stalled so,
+// rarely, and then never completed (docs/vm.md, "Stalled boots").
+bool ConsoleReportsStall(std::string_view console);
+
 }  // namespace hull::shim::vm

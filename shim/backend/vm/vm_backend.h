@@ -111,6 +111,10 @@ class VmBackend final : public Backend {
   void WaitCloneRestored(std::shared_ptr<Boot> boot);
   void CloneFailed(std::shared_ptr<Boot> boot, const Status& status);
   void Connect(std::shared_ptr<Boot> boot);
+  // Whether the guest's console reports a stalled CPU before its agent
+  // answered; if so the boot is handled: a clone falls back to a cold boot,
+  // a cold boot is tried again once, then fails.
+  bool HandleStalledBoot(std::shared_ptr<Boot> boot);
   void JoinPodCgroupV1(const std::optional<std::string>& pod);
   void SayHello(std::shared_ptr<Boot> boot);
   void FailBoot(std::shared_ptr<Boot> boot, Status status);

@@ -59,6 +59,7 @@ struct VmBackend::Boot {
   // Each QEMU started for the pod (a failed clone, then a cold boot) is an
   // attempt: callbacks of an earlier one are ignored.
   uint32_t attempt = 0;
+  uint32_t stalled_boots = 0;  // cold boots given up for a stalled CPU
   // The pod's VM is a clone of this template (until it answers).
   std::optional<Template> clone_of;
   std::string template_key;

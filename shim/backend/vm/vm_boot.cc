@@ -29,6 +29,8 @@ namespace {
 constexpr size_t kConsoleLines = 15;
 constexpr auto kConnectRetry = 20ms;
 constexpr auto kPowerOffWait = 10s;
+// Cold boots tried again after a stalled CPU (docs/vm.md, "Stalled boots").
+constexpr uint32_t kStalledBootRetries = 1;
 
 Status MakeDirs(const std::string& path, mode_t mode) {
   std::error_code ec;
@@ -172,6 +174,10 @@ void VmBackend::StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> c
     // The template has a NIC and this pod none: the clone's stays unwired.
     guest_nic = GuestNic{.fd = -1, .mac = boot->clone_of->mac};
   }
+  // What an earlier attempt wrote goes: Connect reads the console for a
+  // stall before this QEMU has opened (and truncated) it.
+  std::error_code no_console;  // none yet: the first attempt
+  std::filesystem::resize_file(paths.console_log, 0, no_console);
   GuestRam ram;
   std::string tsc_khz = HostTscKhz();
   if (clone) {
@@ -294,6 +300,7 @@ void VmBackend::Connect(std::shared_ptr<Boot> boot) {
                                     "agent_timeout_ms; last: " + boot->last_error.ToString() +
                                     "); the guest console's last lines:\n" + ConsoleTail()));
   }
+  if (HandleStalledBoot(boot)) return;
   auto client = ttrpc::Client::Connect(loop_, run_dir_ + "/agent.sock");
   if (!client) {
     boot->last_error = client.error();
@@ -305,6 +312,34 @@ void VmBackend::Connect(std::shared_ptr<Boot> boot) {
   }
   agent_ = std::make_shared<AgentClient>(std::move(*client));
   SayHello(boot);
+}
+
+bool VmBackend::HandleStalledBoot(std::shared_ptr<Boot> boot) {
+  auto console = ReadFile(bundle_ + "/" + std::string(kConsoleLogFile));
+  if (!console || !ConsoleReportsStall(*console)) return false;
+  Status stalled = UnavailableError(
+      "the guest's console reports a stalled CPU before hull-agent answered; its last lines:\n" +
+      ConsoleTail());
+  if (boot->clone_of) {
+    CloneFailed(boot, stalled);
+    return true;
+  }
+  if (boot->stalled_boots >= kStalledBootRetries) {
+    FailBoot(boot, stalled.WithContext("cold boot " + std::to_string(boot->stalled_boots + 1) +
+                                       " of the pod's VM stalled too"));
+    return true;
+  }
+  ++boot->stalled_boots;
+  log_.Warn("pod {}: {}; QEMU pid {} killed, cold boot again", sandbox_id_, stalled.ToString(),
+            qemu_pid_);
+  ++boot->attempt;  // what this boot still has in flight is stale
+  boot->retry.Reset();
+  std::weak_ptr<bool> alive = alive_;
+  StopVm([this, alive, boot] {
+    if (alive.expired() || boot->finished) return;
+    StartPodVm(boot, std::nullopt);
+  });
+  return true;
 }
 
 void VmBackend::SayHello(std::shared_ptr<Boot> boot) {

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 
+#include "base/file_util.h"
 #include "base/spawn.h"
 #include "shim/backend/vm/vm_backend.h"
 #include "shim/backend/vm/vm_backend_internal.h"
@@ -114,6 +115,9 @@ void VmBackend::ConnectTemplate(std::shared_ptr<Boot> boot) {
   if (EventLoop::Clock::now() >= boot->deadline) {
     return TemplateFailed(boot, DeadlineExceededError("the template's agent did not answer: " +
                                                       b.last_error.ToString()));
+  }
+  if (auto console = ReadFile(b.build.console_log()); console && ConsoleReportsStall(*console)) {
+    return TemplateFailed(boot, UnavailableError("the template's console reports a stalled CPU"));
   }
   std::weak_ptr<bool> alive = alive_;
   auto retry = [this, alive, boot] {

@@ -216,6 +216,20 @@ TEST(LastLinesTest, TakesTheTail) {
   EXPECT_EQ(LastLines("", 3), "");
 }
 
+// The console lines of the stalled boot CI saw, and of the other forms.
+TEST(ConsoleReportsStallTest, KnowsTheKernelsStallWarnings) {
+  EXPECT_TRUE(ConsoleReportsStall(
+      "[    0.455974] PCI: Fatal: No config space access function found\n"
+      "[   21.634581] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:\n"
+      "[   21.635434] rcu: \t0-...0: (0 ticks this GP) idle=03d4/1/0x4000000000000000\n"));
+  EXPECT_TRUE(ConsoleReportsStall("[ 30.1] rcu: INFO: rcu_sched self-detected stall on CPU\n"));
+  EXPECT_TRUE(ConsoleReportsStall("[ 26.0] watchdog: BUG: soft lockup - CPU#1 stuck for 22s!\n"));
+  EXPECT_FALSE(ConsoleReportsStall(""));
+  EXPECT_FALSE(
+      ConsoleReportsStall("[    0.455974] PCI: Fatal: No config space access function found\n"
+                          "[    1.2] random: crng init done\n"));
+}
+
 TEST(GuestSpecTest, RootAndBindSourcesPointIntoTheShare) {
   nlohmann::json spec = {
       {"root", {{"path", "/host/bundle/rootfs"}, {"readonly", true}}},
