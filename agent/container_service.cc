@@ -172,7 +172,12 @@ void ContainerService::Create(const ttrpc::CallContext&, pb::CreateContainerRequ
     }
     spec_json = std::move(*read);
   }
-  auto spec = GuestSpec(spec_json, id, req.bundle());
+  // The pod's containers join the pause container's namespaces by its pid.
+  std::set<int> pod_pids;
+  for (const auto& [other, c] : containers_) {
+    if (c->init.pid > 0 && !c->init.exit_status) pod_pids.insert(c->init.pid);
+  }
+  auto spec = GuestSpec(spec_json, id, req.bundle(), pod_pids);
   if (!spec) return r.Fail(spec.error().WithContext(context));
   auto parsed = nlohmann::json::parse(*spec, nullptr, false);
   if (Status s = CheckTerminal(req.stdio(), WantsTerminal(parsed["process"])); !s.ok()) {
@@ -360,12 +365,24 @@ void ContainerService::Signal(pb::SignalProcessRequest req,
     return r.Fail(InvalidArgumentError("signal " + std::to_string(req.signal()) + " is invalid"));
   }
   if (req.exec_id().empty()) {
-    if (Status s = CheckOp(id, c->state, ContainerOp::kSignal); !s.ok()) return r.Fail(s);
-    return backend_->Kill(id, signal, req.all(),
-                          [r = SharedResponder(std::move(r))](Status s) mutable {
-                            if (!s.ok()) return r.Fail(s);
-                            r.Reply({});
-                          });
+    // What a stopped container left behind is still signalled with `all`,
+    // as the host's shim does for runc: a container that joined the pause
+    // container's pid namespace leaves its init's children alive there,
+    // holding its stdio, and the shim ends them (all, SIGKILL) before it
+    // reports the init's exit. Nothing to signal is "already finished".
+    const bool left_behind = req.all() && c->state == ContainerState::kStopped;
+    if (!left_behind) {
+      if (Status s = CheckOp(id, c->state, ContainerOp::kSignal); !s.ok()) return r.Fail(s);
+    }
+    return backend_->Kill(
+        id, signal, req.all(),
+        [id, left_behind, r = SharedResponder(std::move(r))](Status s) mutable {
+          if (!s.ok() && left_behind) {
+            return r.Fail(NotFoundError("process already finished (" + id + "): " + s.message()));
+          }
+          if (!s.ok()) return r.Fail(s);
+          r.Reply({});
+        });
   }
   AGENT_ASSIGN_OR_FAIL(Process * p, FindProcess(*c, req.exec_id()), r);
   if (p->exit_status || p->pid == 0) {

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "oci/spec.h"
+
 namespace hull::agent {
 namespace {
 
@@ -19,7 +21,7 @@ std::string GuestCgroupPath(const std::string& id) {
 }
 
 Result<std::string> GuestSpec(const std::string& spec_json, const std::string& id,
-                              const std::string& bundle) {
+                              const std::string& bundle, const std::set<int>& pod_pids) {
   json spec = json::parse(spec_json, nullptr, /*allow_exceptions=*/false);
   if (!spec.is_object()) return InvalidArgumentError("spec is not a JSON object");
   auto root = spec.find("root");
@@ -51,7 +53,12 @@ Result<std::string> GuestSpec(const std::string& spec_json, const std::string& i
       const std::string type = entry.value("type", "");
       if (type == "network") continue;
       cgroup = cgroup || type == "cgroup";
-      entry.erase("path");
+      auto path = entry.find("path");
+      if (path != entry.end() &&
+          !(path->is_string() &&
+            pod_pids.contains(oci::NamespacePathPid(path->get<std::string>(), type).value_or(0)))) {
+        entry.erase("path");
+      }
       kept.push_back(std::move(entry));
     }
     // The container's own cgroup (its limits) at /sys/fs/cgroup, as runc's

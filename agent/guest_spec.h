@@ -5,6 +5,7 @@
 // Pure functions: no I/O.
 #pragma once
 
+#include <set>
 #include <string>
 
 #include "base/status.h"
@@ -19,9 +20,13 @@ std::string GuestCgroupPath(const std::string& id);
 //   (the host's bundle directory as the guest sees it);
 // - linux.cgroupsPath set to GuestCgroupPath(id);
 // - the network namespace dropped (containers share the guest's network,
-//   which is the pod's) and `path` removed from the other namespaces (a
-//   host path means nothing in the guest), and with it the `net.*` entries
-//   of linux.sysctl (crun refuses them without a network namespace);
+//   which is the pod's), and with it the `net.*` entries of linux.sysctl
+//   (crun refuses them without a network namespace);
+// - a namespace path `/proc/<pid>/ns/<type>` kept when <pid> is in
+//   `pod_pids` (the guest pids of the inits the agent runs, which are the
+//   pids the host reports: CRI joins a pod's containers to the pause
+//   container's IPC, UTS and, with shareProcessNamespace, PID namespaces this
+//   way); any other path removed (a host path means nothing in the guest);
 // - a cgroup namespace added when there is none, so that the container
 //   sees its own cgroup (its limits) at /sys/fs/cgroup, as runc's do on a
 //   cgroup v2 host;
@@ -29,7 +34,7 @@ std::string GuestCgroupPath(const std::string& id);
 //   hooks removed (the guest loads no LSM policy and has no host binaries).
 // InvalidArgument when the JSON is not a spec object or has no root.path.
 Result<std::string> GuestSpec(const std::string& spec_json, const std::string& id,
-                              const std::string& bundle);
+                              const std::string& bundle, const std::set<int>& pod_pids = {});
 
 // The same for an exec's runtime-spec "process" object: AppArmor and
 // SELinux labels removed. InvalidArgument when it is not an object with args.

@@ -382,4 +382,16 @@ Status Spec::Save(const std::string& path) const {
   return WriteFileAtomic(path, Dump());
 }
 
+std::optional<int> NamespacePathPid(std::string_view path, std::string_view type) {
+  constexpr std::string_view kProc = "/proc/";
+  const std::string tail = "/ns/" + std::string(type);
+  if (type.empty() || !path.starts_with(kProc) || !path.ends_with(tail)) return std::nullopt;
+  std::string_view number = path.substr(kProc.size(), path.size() - kProc.size() - tail.size());
+  if (number.empty() || number.size() > 9 || number[0] == '0' ||
+      number.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return std::stoi(std::string(number));
+}
+
 }  // namespace hull::oci

@@ -121,4 +121,9 @@ class Spec {
   SpecJson json_;
 };
 
+// The pid in a namespace path `/proc/<pid>/ns/<type>` (how CRI names the
+// pause container's namespaces for a pod's containers); nullopt for any
+// other path, or one of another type.
+std::optional<int> NamespacePathPid(std::string_view path, std::string_view type);
+
 }  // namespace hull::oci

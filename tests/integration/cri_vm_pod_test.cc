@@ -405,6 +405,78 @@ TEST_P(CriVmPodTest, OwnCgroupSeccompAndNetDevicesAsForRunc) {
   RemovePodAndCheckNothingLeft(pod, socket);
 }
 
+// A pod's namespaces as runc gives them (issue 23, items 2 and 3): the
+// pod's containers join the pause container's IPC and UTS namespaces, and
+// with shareProcessNamespace its PID namespace, by the paths CRI names
+// (/proc/<pause pid>/ns/*: guest pids, which hull reports), so the pod's
+// kernel.* sysctls, which crun sets in the pause container's IPC namespace,
+// hold in every container (before, both read the kernel's defaults), and
+// /proc/1 is the pause process (before, the app itself). A container that
+// asks for a PID namespace of its own is its own PID 1. A shared-PID
+// container whose init leaves workers behind stops, and the pod with it:
+// the agent ends what a stopped container left (containerd 2.3.4 waited
+// for their output forever, and StopPodSandbox with it).
+TEST_P(CriVmPodTest, PodNamespacesSysctlsAndSharedPidAsForRunc) {
+  json pod_config = PodConfig("vmpodns");
+  pod_config["linux"]["sysctls"] = {{"kernel.shm_rmid_forced", "1"}, {"kernel.msgmax", "10000"}};
+  pod_config["linux"]["security_context"]["namespace_options"]["pid"] = "POD";
+  const std::string pod = RunPod(pod_config);
+  ASSERT_FALSE(pod.empty());
+  const std::string socket = ShimSocket(pod);
+  auto container = [&](const std::string& name, const std::string& pid_mode,
+                       const std::vector<std::string>& command) {
+    json config = {{"metadata", {{"name", name}}},
+                   {"image", {{"image", kBusybox}}},
+                   {"command", command},
+                   {"linux", {{"security_context", {{"namespace_options", {{"pid", pid_mode}}}}}}}};
+    CriReply created = cri_->RunContainer(pod, pod_config, config);
+    EXPECT_TRUE(created.ok) << created.error << "\n" << containerd_->LogTail();
+    return created.body.value("container_id", "");
+  };
+  const std::string shared = container(
+      "shared", "POD", {"sh", "-c", "for i in 1 2; do sleep 300 & done; exec sleep 3600"});
+  const std::string own = container("own", "CONTAINER", {"sleep", "3600"});
+  ASSERT_FALSE(shared.empty());
+  ASSERT_FALSE(own.empty());
+  // Lines: the two sysctls, PID 1's command line, then the exec's IPC, UTS
+  // and PID namespaces.
+  auto look = [&](const std::string& id) {
+    CriReply r = Exec(id, {"sh", "-c",
+                           "cat /proc/sys/kernel/shm_rmid_forced /proc/sys/kernel/msgmax; "
+                           "tr '\\0' ' ' </proc/1/cmdline; echo; "
+                           "for n in ipc uts pid; do readlink /proc/self/ns/$n; done"});
+    EXPECT_TRUE(r.ok && r.body.value("exit_code", -1) == 0)
+        << r.error << DecodeBase64(r.body.value("stderr", ""));
+    std::vector<std::string> lines;
+    std::istringstream out(DecodeBase64(r.body.value("stdout", "")));
+    for (std::string line; std::getline(out, line);) lines.push_back(line);
+    lines.resize(6);
+    return lines;
+  };
+  const std::vector<std::string> in_shared = look(shared);
+  const std::vector<std::string> in_own = look(own);
+  for (const auto* lines : {&in_shared, &in_own}) {
+    EXPECT_EQ((*lines)[0], "1") << "kernel.shm_rmid_forced";
+    EXPECT_EQ((*lines)[1], "10000") << "kernel.msgmax";
+  }
+  // The pause image's process (tools/mkimage: /pause, or its busybox
+  // stand-in when no static libc is there).
+  EXPECT_TRUE(in_shared[2] == "/pause " || in_shared[2].starts_with("/bin/sh -c trap"))
+      << in_shared[2];
+  EXPECT_EQ(in_own[2], "sleep 3600 ");
+  EXPECT_EQ(in_own[3], in_shared[3]) << "one IPC namespace";
+  EXPECT_EQ(in_own[4], in_shared[4]) << "one UTS namespace";
+  EXPECT_NE(in_own[5], in_shared[5]) << "the own PID namespace";
+
+  // The shared container stops with its workers (sleep 300, children of
+  // its init, in the pod's PID namespace): its status is EXITED.
+  CriReply stop =
+      cri_->Call("StopContainer", {{"container_id", shared}, {"timeout", 2}}, kCriTimeout);
+  ASSERT_TRUE(stop.ok) << stop.error << "\n" << containerd_->LogTail();
+  EXPECT_EQ(ContainerState(shared).first, "CONTAINER_EXITED");
+  RemovePodAndCheckNothingLeft(pod, socket);
+}
+
 // containerd restarts while a VM pod runs: the restarted containerd finds
 // the pod on the same shim and QEMU, execs reach the guest, and exits that
 // happen after the restart reach it (a container that ends by itself with 5,

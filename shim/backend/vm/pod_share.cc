@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/unique_fd.h"
+#include "oci/spec.h"
 #include "shim/backend/vm/qemu_command.h"
 #include "shim/mount/mount.h"
 
@@ -75,7 +76,7 @@ Result<std::string> HostRootfs(const std::string& bundle, const std::string& hos
 }
 
 Result<std::string> GuestSpecJson(const std::string& host_spec_json, const std::string& guest_dir,
-                                  std::vector<std::string>* binds) {
+                                  std::vector<std::string>* binds, const std::set<int>& pod_inits) {
   auto spec = nlohmann::ordered_json::parse(host_spec_json, nullptr, false);
   if (spec.is_discarded() || !spec.is_object()) {
     return InvalidArgumentError("config.json is not a JSON object");
@@ -85,6 +86,20 @@ Result<std::string> GuestSpecJson(const std::string& host_spec_json, const std::
     return InvalidArgumentError("config.json has no root.path");
   }
   (*root)["path"] = "rootfs";
+  if (auto linux = spec.find("linux"); linux != spec.end() && linux->is_object()) {
+    auto namespaces = linux->find("namespaces");
+    if (namespaces != linux->end() && namespaces->is_array()) {
+      for (auto& ns : *namespaces) {
+        if (!ns.is_object() || !ns.contains("path")) continue;
+        const auto& path = ns["path"];
+        std::optional<int> pid;
+        if (path.is_string() && ns.value("type", "") != "network") {
+          pid = oci::NamespacePathPid(path.get<std::string>(), ns.value("type", ""));
+        }
+        if (!pid || !pod_inits.contains(*pid)) ns.erase("path");
+      }
+    }
+  }
   auto mounts = spec.find("mounts");
   if (mounts != spec.end() && mounts->is_array()) {
     for (auto& mount : *mounts) {
@@ -110,14 +125,16 @@ Result<std::string> GuestSpecJson(const std::string& host_spec_json, const std::
 }
 
 Result<GuestContainer> PodShare::AddContainer(const std::string& id, const std::string& host_rootfs,
-                                              const std::string& host_spec_json) {
+                                              const std::string& host_spec_json,
+                                              const std::set<int>& pod_inits) {
   if (id.empty() || id.find('/') != std::string::npos || id == "." || id == "..") {
     return InvalidArgumentError("container id " + id + " cannot name a directory");
   }
   const std::string dir = dir_ + "/" + id;
   const std::string guest_dir = std::string(kGuestSharePath) + "/" + id;
   std::vector<std::string> binds;
-  HULL_ASSIGN_OR_RETURN(std::string spec, GuestSpecJson(host_spec_json, guest_dir, &binds));
+  HULL_ASSIGN_OR_RETURN(std::string spec,
+                        GuestSpecJson(host_spec_json, guest_dir, &binds, pod_inits));
   if (::mkdir(dir.c_str(), 0700) != 0) return ErrnoError("mkdir", dir);
   auto undo = [&](Status status) -> Result<GuestContainer> {
     RemoveContainer(id).IgnoreError();

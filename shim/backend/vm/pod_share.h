@@ -5,6 +5,7 @@
 // host path. Blocking filesystem calls, loop thread.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,10 +27,16 @@ Result<std::string> HostRootfs(const std::string& bundle, const std::string& hos
 // The spec of `host_spec_json` with root.path set to "rootfs" (relative to
 // the guest bundle) and each bind mount's source replaced by
 // `<guest_dir>/mounts/<n>`; `binds` gets the host sources in that order.
+// A namespace path is kept only when it is `/proc/<pid>/ns/<type>` with
+// <pid> in `pod_inits`, the guest pids of the pod's container inits (CRI
+// names the pause container's that way); any other path (the Sandbox API's
+// names QEMU's host pid) is removed, and the container gets a namespace of
+// its own in the guest.
 // InvalidArgument for a spec that is not a JSON object with root.path, and
 // for a bind mount with shared or slave propagation (9p carries no mounts).
 Result<std::string> GuestSpecJson(const std::string& host_spec_json, const std::string& guest_dir,
-                                  std::vector<std::string>* binds);
+                                  std::vector<std::string>* binds,
+                                  const std::set<int>& pod_inits = {});
 
 class PodShare {
  public:
@@ -40,7 +47,8 @@ class PodShare {
   // Makes `<share>/<id>/` with the container's rootfs (`host_rootfs`) and the
   // spec's bind sources mounted in; undoes it all on failure.
   Result<GuestContainer> AddContainer(const std::string& id, const std::string& host_rootfs,
-                                      const std::string& host_spec_json);
+                                      const std::string& host_spec_json,
+                                      const std::set<int>& pod_inits = {});
   // Unmounts and removes `<share>/<id>/` (idempotent).
   Status RemoveContainer(const std::string& id);
   // Unmounts everything under the share and removes it.

@@ -8,6 +8,7 @@
 
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "base/file_util.h"
 #include "google/protobuf/any.pb.h"
@@ -99,7 +100,13 @@ void VmBackend::Create(const CreateRequest& req, Done done) {
   if (!spec) return Post(std::move(done), spec.error().WithContext("create " + req.id));
   Result<std::string> rootfs = HostRootfs(req.bundle, *spec);
   if (!rootfs) return Post(std::move(done), rootfs.error().WithContext("create " + req.id));
-  Result<GuestContainer> guest = share_->AddContainer(req.id, *rootfs, *spec);
+  // The namespaces it may join: those of the pod's container inits (the
+  // agent keeps only those still running).
+  std::set<int> pod_inits;
+  for (const auto& [other, c] : containers_) {
+    if (c.init_pid > 0) pod_inits.insert(c.init_pid);
+  }
+  Result<GuestContainer> guest = share_->AddContainer(req.id, *rootfs, *spec, pod_inits);
   if (!guest) return Post(std::move(done), guest.error().WithContext("create " + req.id));
   const bool terminal = !req.stdio.console_socket.empty();
 
@@ -134,6 +141,7 @@ void VmBackend::Create(const CreateRequest& req, Done done) {
         }
         Status written = WriteFileAtomic(req.pid_file, std::to_string(r->pid()));
         if (!written.ok()) return fail(written);
+        containers_[req.id].init_pid = static_cast<pid_t>(r->pid());
         containers_[req.id].stdio[""]->Start();
         done(Status::Ok());
       });

@@ -91,6 +91,7 @@ class VmBackend final : public Backend {
     uint64_t oom_kills = 0;
     std::function<void()> on_oom;
     int64_t memory_limit = 0;  // bytes, 0: none (PodMemoryMax's input)
+    pid_t init_pid = 0;        // in the guest, once created
   };
 
   struct TemplateBuilder;

@@ -36,7 +36,8 @@ TEST(GuestSpecTest, RewritesWhatOnlyTheHostHas) {
   EXPECT_EQ(spec["root"]["path"], "/run/hull/pod/c1/rootfs");
   EXPECT_EQ(spec["root"]["readonly"], true);
   EXPECT_EQ(spec["linux"]["cgroupsPath"], "/hull/c1");
-  // The host's ipc path removed; a cgroup namespace added.
+  // No pod pid given: the ipc path is the host's, removed; a cgroup
+  // namespace is added.
   EXPECT_EQ(spec["linux"]["namespaces"],
             json::parse(R"([{"type": "pid"}, {"type": "ipc"}, {"type": "mount"},
                             {"type": "cgroup"}])"));
@@ -49,6 +50,23 @@ TEST(GuestSpecTest, RewritesWhatOnlyTheHostHas) {
   // The rest as it came.
   EXPECT_EQ(spec["linux"]["resources"]["memory"]["limit"], 1048576);
   EXPECT_EQ(spec["process"]["args"], json::array({"sh"}));
+}
+
+// CRI joins a pod's containers to the pause container's namespaces by its
+// pid, which is a guest pid: a path naming an init the agent runs is kept,
+// with the namespace type it names; a cgroup namespace already there stays
+// the only one.
+TEST(GuestSpecTest, NamespacesOfThePodsInitsAreJoined) {
+  json host = HostSpec();
+  host["linux"]["namespaces"] = json::parse(R"([
+      {"type": "pid", "path": "/proc/42/ns/pid"}, {"type": "ipc", "path": "/proc/42/ns/ipc"},
+      {"type": "uts", "path": "/proc/7/ns/uts"}, {"type": "mount", "path": "/proc/42/ns/ipc"},
+      {"type": "cgroup"}])");
+  auto out = GuestSpec(host.dump(), "c1", "/run/hull/pod/c1", {42});
+  ASSERT_TRUE(out.has_value()) << out.error().ToString();
+  EXPECT_EQ(json::parse(*out)["linux"]["namespaces"], json::parse(R"([
+      {"type": "pid", "path": "/proc/42/ns/pid"}, {"type": "ipc", "path": "/proc/42/ns/ipc"},
+      {"type": "uts"}, {"type": "mount"}, {"type": "cgroup"}])"));
 }
 
 TEST(GuestSpecTest, AnAbsoluteRootAndASpecWithoutLinux) {

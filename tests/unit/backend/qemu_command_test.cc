@@ -255,6 +255,31 @@ TEST(GuestSpecTest, RootAndBindSourcesPointIntoTheShare) {
   EXPECT_EQ(GuestSpecJson("{}", "/x", &binds).error().code(), Code::kInvalidArgument);
 }
 
+// A pod's containers join the namespaces of the pod's container inits
+// (guest pids; CRI names the pause container's): those paths stay, any
+// other goes (the Sandbox API's name QEMU's host pid, 4242 here).
+TEST(GuestSpecTest, OnlyNamespacePathsOfThePodsInitsStay) {
+  nlohmann::json spec = {{"root", {{"path", "rootfs"}}},
+                         {"linux",
+                          {{"namespaces",
+                            {{{"type", "pid"}, {"path", "/proc/91/ns/pid"}},
+                             {{"type", "ipc"}, {"path", "/proc/4242/ns/ipc"}},
+                             {{"type", "uts"}, {"path", "/proc/91/ns/ipc"}},
+                             {{"type", "mount"}},
+                             {{"type", "network"}, {"path", "/var/run/netns/cni-1"}}}}}}};
+  std::vector<std::string> binds;
+  auto guest = GuestSpecJson(spec.dump(), "/run/hull/pod/c1", &binds, {91, 95});
+  ASSERT_TRUE(guest) << guest.error().ToString();
+  EXPECT_EQ(nlohmann::json::parse(*guest)["linux"]["namespaces"], nlohmann::json::parse(R"([
+      {"type": "pid", "path": "/proc/91/ns/pid"}, {"type": "ipc"}, {"type": "uts"},
+      {"type": "mount"}, {"type": "network"}])"));
+  guest = GuestSpecJson(spec.dump(), "/run/hull/pod/c1", &binds);
+  ASSERT_TRUE(guest) << guest.error().ToString();
+  for (const auto& ns : nlohmann::json::parse(*guest)["linux"]["namespaces"]) {
+    EXPECT_FALSE(ns.contains("path")) << ns.dump();
+  }
+}
+
 // 9p carries no mount events: a bind that asks for shared or slave
 // propagation is refused, naming the volume; rprivate is fine.
 TEST(GuestSpecTest, SharedOrSlavePropagationIsRefused) {

@@ -258,5 +258,17 @@ TEST(SpecTest, MissingFileIsNotFound) {
   EXPECT_EQ(spec.error().code(), Code::kNotFound);
 }
 
+TEST(NamespacePathPidTest, ReadsOnlyProcPidNsOfTheType) {
+  EXPECT_EQ(NamespacePathPid("/proc/91/ns/ipc", "ipc"), 91);
+  EXPECT_EQ(NamespacePathPid("/proc/1/ns/pid", "pid"), 1);
+  EXPECT_EQ(NamespacePathPid("/proc/91/ns/ipc", "uts"), std::nullopt);
+  EXPECT_EQ(NamespacePathPid("/proc/self/ns/ipc", "ipc"), std::nullopt);
+  EXPECT_EQ(NamespacePathPid("/proc/091/ns/ipc", "ipc"), std::nullopt);
+  EXPECT_EQ(NamespacePathPid("/proc//ns/ipc", "ipc"), std::nullopt);
+  EXPECT_EQ(NamespacePathPid("/proc/1234567890/ns/ipc", "ipc"), std::nullopt);
+  EXPECT_EQ(NamespacePathPid("/var/run/netns/cni-1", "network"), std::nullopt);
+  EXPECT_EQ(NamespacePathPid("/proc/9/ns/", ""), std::nullopt);
+}
+
 }  // namespace
 }  // namespace hull::oci
