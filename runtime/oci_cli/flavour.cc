@@ -99,6 +99,7 @@ constexpr Flavour kRunsc{
     .sandbox_deletes_last = true,
     .sandbox_process = true,
     .no_container_cgroup = true,
+    .sandbox_kernel = true,
     .exec_internal_pid_flag = "--internal-pid-file",
     .global_flags = kRunscGlobalFlags,
     .no_update =

@@ -74,6 +74,11 @@ struct Flavour {
   // wait for the container to empty asks `<runtime> ps` instead of reading
   // the cgroup.
   bool no_container_cgroup = false;
+  // The pod's containers run on one kernel of the runtime's own (gVisor's
+  // sentry), not the host's: Create fits the spec to it first
+  // (sandbox_kernel_spec.h: sysctls it cannot set are refused, pid=POD
+  // joins the sandbox's root PID namespace).
+  bool sandbox_kernel = false;
   // An exec's pid file names a runtime process on the host that proxies the
   // process in the sandbox (`runsc exec`); killing it leaves the process
   // running, holding the exec's stdio. The exec writes the sandbox's own pid

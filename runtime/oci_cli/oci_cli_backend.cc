@@ -16,6 +16,7 @@
 #include "runtime/oci_cli/cgroup_bridge.h"
 #include "runtime/oci_cli/runsc_events.h"
 #include "runtime/oci_cli/runtime_error.h"
+#include "runtime/oci_cli/sandbox_kernel_spec.h"
 #include "runtime/oci_cli/spec_version.h"
 
 namespace hull::runtime::oci_cli {
@@ -192,6 +193,10 @@ Result<std::shared_ptr<OciCliBackend::PendingStart>> OciCliBackend::Hold(const C
 }
 
 void OciCliBackend::Create(const CreateRequest& req, Done done) {
+  if (argv_.flavour().sandbox_kernel && !req.bundle.empty()) {
+    Status fit = FitBundleToSandboxKernel(req.bundle + "/config.json", req.joins_sandbox);
+    if (!fit.ok()) return PostDone(std::move(done), fit.WithContext("create " + req.id));
+  }
   if (argv_.flavour().spec_version_max == nullptr || req.bundle.empty()) {
     return RuntimeCreate(req, std::move(done));
   }

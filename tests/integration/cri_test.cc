@@ -437,8 +437,73 @@ TEST_P(CriParityTest, SeccompExecTimeoutAndStopGraceAsForRunc) {
   RemovePodAndCheckNothingLeft(pod);
 }
 
+// The pod's namespaces, held to what CriVmPodTest's
+// PodNamespacesSysctlsAndSharedPidAsForRunc asks of hull-vm: the pod's
+// kernel.* sysctls reach its containers (through the pod's IPC namespace),
+// shareProcessNamespace makes the pause process PID 1 of a container that
+// shares the pod's PID namespace, a container with pid=CONTAINER is its own
+// PID 1 with the pod's IPC and UTS namespaces, and a shared-PID container
+// whose init left workers stops.
+TEST_P(CriParityTest, PodSysctlsAndSharedPidNamespace) {
+  const bool runsc = std::string_view(GetParam().handler) == "hull-runsc";
+  json pod_config = PodConfig("podns", GetParam().host_network);
+  pod_config["linux"]["sysctls"] = {{"kernel.shm_rmid_forced", "1"}, {"kernel.msgmax", "10000"}};
+  pod_config["linux"]["security_context"]["namespace_options"]["pid"] = "POD";
+  if (runsc) {
+    // gVisor's kernel takes no sysctls from the spec (it has no
+    // shm_rmid_forced, and a fixed msgmax): the pod is refused, naming the
+    // first, and nothing of it is left.
+    CriReply refused =
+        cri_->Call("RunPodSandbox", {{"config", pod_config}, {"runtime_handler", "hull-runsc"}});
+    ASSERT_FALSE(refused.ok);
+    EXPECT_NE(refused.error.find("sysctl kernel.msgmax cannot be set in a gVisor sandbox"),
+              std::string::npos)
+        << refused.error;
+    EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 20s));
+    EXPECT_EQ(EntriesIn(RunscRoot() + "/k8s.io"), std::vector<std::string>{});
+    EXPECT_EQ(MountsUnder(containerd_->dir()), std::vector<std::string>{});
+    pod_config["linux"].erase("sysctls");
+    pod_config["metadata"]["attempt"] = 1;
+  }
+  const std::string pod = RunPod(pod_config, GetParam().handler);
+  ASSERT_FALSE(pod.empty());
+  std::string error;
+  const PodNamespaceViews views =
+      RunPodNamespaceContainers(*cri_, pod, pod_config, kBusybox, &error);
+  ASSERT_EQ(error, "") << containerd_->LogTail();
+  const std::string& shared = views.shared;
+  const std::vector<std::string>& in_shared = views.in_shared;
+  const std::vector<std::string>& in_own = views.in_own;
+  for (const auto* lines : {&in_shared, &in_own}) {
+    if (runsc) break;
+    EXPECT_EQ((*lines)[0], "1") << "kernel.shm_rmid_forced";
+    EXPECT_EQ((*lines)[1], "10000") << "kernel.msgmax";
+  }
+  // The pause image's process (tools/mkimage: /pause, or its busybox
+  // stand-in when no static libc is there).
+  EXPECT_TRUE(in_shared[2] == "/pause " || in_shared[2].starts_with("/bin/sh -c trap"))
+      << in_shared[2];
+  EXPECT_EQ(in_own[2], "sleep 3600 ");
+  // gVisor's /proc/<pid>/ns has no ipc or uts links (one of each per
+  // sandbox).
+  if (!runsc) {
+    EXPECT_EQ(in_own[3], in_shared[3]) << "one IPC namespace";
+    EXPECT_EQ(in_own[4], in_shared[4]) << "one UTS namespace";
+  }
+  EXPECT_NE(in_own[5], in_shared[5]) << "the own PID namespace";
+  EXPECT_NE(in_own[5], "");
+
+  CriReply stop = cri_->Call("StopContainer", {{"container_id", shared}, {"timeout", 2}});
+  ASSERT_TRUE(stop.ok) << stop.error << "\n" << containerd_->LogTail();
+  CriReply status = cri_->Call("ContainerStatus", {{"container_id", shared}});
+  ASSERT_TRUE(status.ok) << status.error;
+  EXPECT_EQ(status.body["status"].value("state", ""), "CONTAINER_EXITED");
+  RemovePodAndCheckNothingLeft(pod);
+}
+
 INSTANTIATE_TEST_SUITE_P(Handlers, CriParityTest,
                          ::testing::Values(PodCase{"PodNetwork", "hull", false},
+                                           PodCase{"C2PodNetwork", "hull", false, true},
                                            PodCase{"RunscPodNetwork", "hull-runsc", false},
                                            PodCase{"C2RunscPodNetwork", "hull-runsc", false, true}),
                          [](const auto& info) { return std::string(info.param.name); });

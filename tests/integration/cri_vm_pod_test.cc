@@ -423,38 +423,13 @@ TEST_P(CriVmPodTest, PodNamespacesSysctlsAndSharedPidAsForRunc) {
   const std::string pod = RunPod(pod_config);
   ASSERT_FALSE(pod.empty());
   const std::string socket = ShimSocket(pod);
-  auto container = [&](const std::string& name, const std::string& pid_mode,
-                       const std::vector<std::string>& command) {
-    json config = {{"metadata", {{"name", name}}},
-                   {"image", {{"image", kBusybox}}},
-                   {"command", command},
-                   {"linux", {{"security_context", {{"namespace_options", {{"pid", pid_mode}}}}}}}};
-    CriReply created = cri_->RunContainer(pod, pod_config, config);
-    EXPECT_TRUE(created.ok) << created.error << "\n" << containerd_->LogTail();
-    return created.body.value("container_id", "");
-  };
-  const std::string shared = container(
-      "shared", "POD", {"sh", "-c", "for i in 1 2; do sleep 300 & done; exec sleep 3600"});
-  const std::string own = container("own", "CONTAINER", {"sleep", "3600"});
-  ASSERT_FALSE(shared.empty());
-  ASSERT_FALSE(own.empty());
-  // Lines: the two sysctls, PID 1's command line, then the exec's IPC, UTS
-  // and PID namespaces.
-  auto look = [&](const std::string& id) {
-    CriReply r = Exec(id, {"sh", "-c",
-                           "cat /proc/sys/kernel/shm_rmid_forced /proc/sys/kernel/msgmax; "
-                           "tr '\\0' ' ' </proc/1/cmdline; echo; "
-                           "for n in ipc uts pid; do readlink /proc/self/ns/$n; done"});
-    EXPECT_TRUE(r.ok && r.body.value("exit_code", -1) == 0)
-        << r.error << DecodeBase64(r.body.value("stderr", ""));
-    std::vector<std::string> lines;
-    std::istringstream out(DecodeBase64(r.body.value("stdout", "")));
-    for (std::string line; std::getline(out, line);) lines.push_back(line);
-    lines.resize(6);
-    return lines;
-  };
-  const std::vector<std::string> in_shared = look(shared);
-  const std::vector<std::string> in_own = look(own);
+  std::string error;
+  const PodNamespaceViews views =
+      RunPodNamespaceContainers(*cri_, pod, pod_config, kBusybox, &error);
+  ASSERT_EQ(error, "") << containerd_->LogTail();
+  const std::string& shared = views.shared;
+  const std::vector<std::string>& in_shared = views.in_shared;
+  const std::vector<std::string>& in_own = views.in_own;
   for (const auto* lines : {&in_shared, &in_own}) {
     EXPECT_EQ((*lines)[0], "1") << "kernel.shm_rmid_forced";
     EXPECT_EQ((*lines)[1], "10000") << "kernel.msgmax";

@@ -2,6 +2,9 @@
 // cgroup for pause containers (issue 4 item 3, issue 5 item 2) and runsc's
 // one gVisor sandbox per pod (issue 7). Same fixture and runtimes as
 // shim_ctr_test.cc, linked into the same test binary.
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "tests/integration/shim_ctr_fixture.h"
 
 namespace hull::itest {
@@ -292,6 +295,53 @@ TEST_P(HullCtrTest, RunscDeletingThePauseContainerTakesTheOthersFirst) {
   EXPECT_TRUE(rm.ok()) << rm.Describe();
   Ctr({"container", "rm", "app"});
   EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 10s));
+}
+
+// runsc applies neither maskedPaths nor readonlyPaths (a masked file stays
+// readable): a spec that lists one outside /proc and /sys is refused
+// before runsc runs, naming it, and leaves no shim, sandbox or runsc state.
+// The same spec with containerd's default lists runs.
+TEST_P(HullCtrTest, RunscRefusesMaskedPathsItWouldIgnore) {
+  if (!IsRunsc()) GTEST_SKIP() << "gVisor sandboxes are runsc's";
+  // `ctr run --config` takes the whole spec, its root a directory: a
+  // busybox-static root.
+  const std::string root = containerd_->dir() + "/masked-rootfs";
+  fs::create_directories(root + "/bin");
+  fs::copy_file("/bin/busybox", root + "/bin/busybox");
+  fs::create_symlink("busybox", root + "/bin/sleep");
+  CommandResult defaults = Ctr({"oci", "spec"});
+  ASSERT_TRUE(defaults.ok()) << defaults.Describe();
+  nlohmann::json spec = nlohmann::json::parse(defaults.out, nullptr, false);
+  ASSERT_TRUE(spec.is_object()) << defaults.out;
+  ASSERT_TRUE(spec["linux"]["maskedPaths"].is_array()) << defaults.out;
+  spec["process"]["args"] = {"/bin/sleep", "1000"};
+  spec["process"]["env"] = {"PATH=/bin"};
+  spec["process"]["terminal"] = false;
+  spec["root"] = {{"path", root}, {"readonly", true}};
+  auto run = [&](const std::string& id, const nlohmann::json& with) {
+    const std::string path = containerd_->dir() + "/" + id + ".json";
+    std::ofstream(path) << with.dump();
+    return Ctr(
+        {"run", "--runtime", kHull, "--runtime-config-path", config_, "-d", "--config", path, id});
+  };
+  // containerd's default lists (all under /proc and /sys) run.
+  CommandResult ran = run("defaults", spec);
+  ASSERT_TRUE(ran.ok()) << ran.Describe();
+  EXPECT_EQ(Task("defaults").second, "RUNNING");
+  RemoveContainer("defaults");
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 10s));
+
+  spec["linux"]["maskedPaths"].push_back("/bin/sleep");
+  CommandResult r = run("masked", spec);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.err.find("maskedPaths entry /bin/sleep cannot be applied in a gVisor sandbox"),
+            std::string::npos)
+      << r.Describe();
+  Ctr({"container", "rm", "masked"});
+  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 10s));
+  EXPECT_TRUE(ProcessesMatching("runsc-sandbox --root=" + RunscRoot()).empty());
+  r = RunCommand({"runsc", "--root", RunscRoot() + "/default", "list", "--format", "json"});
+  EXPECT_EQ(r.out.find("\"id\""), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -236,6 +236,14 @@ bool ConsoleReportsStall(std::string_view console) {
          console.find("BUG: soft lockup") != std::string_view::npos;
 }
 
+bool ConsoleStallWatch::Stalled(const std::string& console_log) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_read_) return false;
+  next_read_ = now + interval_;
+  Result<std::string> console = ReadFile(console_log);
+  return console && ConsoleReportsStall(*console);
+}
+
 std::string LastLines(std::string_view text, size_t n) {
   while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
   size_t pos = text.size();

@@ -4,6 +4,7 @@
 // unit-tested in tests/unit/backend/qemu_command_test.cc.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -114,5 +115,19 @@ std::string LastLines(std::string_view text, size_t n);
 // lockup). Under multi-threaded TCG on a loaded host a boot has stalled so,
 // rarely, and then never completed (docs/vm.md, "Stalled boots").
 bool ConsoleReportsStall(std::string_view console);
+
+// ConsoleReportsStall on a console log file, read whole at most once per
+// `interval` (the boot asks on each agent-connect retry, every 20 ms until
+// QEMU makes its socket); between reads it answers false.
+class ConsoleStallWatch {
+ public:
+  explicit ConsoleStallWatch(std::chrono::milliseconds interval = std::chrono::seconds(1))
+      : interval_(interval) {}
+  bool Stalled(const std::string& console_log);
+
+ private:
+  std::chrono::milliseconds interval_;
+  std::chrono::steady_clock::time_point next_read_{};
+};
 
 }  // namespace hull::shim::vm

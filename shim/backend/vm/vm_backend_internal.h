@@ -9,6 +9,7 @@
 #include <string>
 
 #include "hull/agent/v1/agent.pb.h"
+#include "shim/backend/vm/qemu_command.h"
 #include "shim/backend/vm/qmp_client.h"
 #include "shim/backend/vm/vm_backend.h"
 #include "shim/backend/vm/vm_template.h"
@@ -32,6 +33,7 @@ struct VmBackend::TemplateBuilder {
   std::unique_ptr<QmpClient> qmp;
   EventHandle timer;
   Status last_error;
+  ConsoleStallWatch stall_watch;
 };
 
 struct VmBackend::Boot {
@@ -59,7 +61,8 @@ struct VmBackend::Boot {
   // Each QEMU started for the pod (a failed clone, then a cold boot) is an
   // attempt: callbacks of an earlier one are ignored.
   uint32_t attempt = 0;
-  uint32_t stalled_boots = 0;  // cold boots given up for a stalled CPU
+  uint32_t stalled_boots = 0;     // cold boots given up for a stalled CPU
+  ConsoleStallWatch stall_watch;  // the pod VM's console
   // The pod's VM is a clone of this template (until it answers).
   std::optional<Template> clone_of;
   std::string template_key;

@@ -315,8 +315,7 @@ void VmBackend::Connect(std::shared_ptr<Boot> boot) {
 }
 
 bool VmBackend::HandleStalledBoot(std::shared_ptr<Boot> boot) {
-  auto console = ReadFile(bundle_ + "/" + std::string(kConsoleLogFile));
-  if (!console || !ConsoleReportsStall(*console)) return false;
+  if (!boot->stall_watch.Stalled(bundle_ + "/" + std::string(kConsoleLogFile))) return false;
   Status stalled = UnavailableError(
       "the guest's console reports a stalled CPU before hull-agent answered; its last lines:\n" +
       ConsoleTail());

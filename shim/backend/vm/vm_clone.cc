@@ -116,7 +116,7 @@ void VmBackend::ConnectTemplate(std::shared_ptr<Boot> boot) {
     return TemplateFailed(boot, DeadlineExceededError("the template's agent did not answer: " +
                                                       b.last_error.ToString()));
   }
-  if (auto console = ReadFile(b.build.console_log()); console && ConsoleReportsStall(*console)) {
+  if (b.stall_watch.Stalled(b.build.console_log())) {
     return TemplateFailed(boot, UnavailableError("the template's console reports a stalled CPU"));
   }
   std::weak_ptr<bool> alive = alive_;

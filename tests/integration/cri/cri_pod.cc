@@ -15,6 +15,49 @@ namespace hull::itest {
 
 namespace fs = std::filesystem;
 
+PodNamespaceViews RunPodNamespaceContainers(const CriClient& cri, const std::string& pod,
+                                            const nlohmann::json& pod_config,
+                                            const std::string& image, std::string* error) {
+  PodNamespaceViews views;
+  auto run = [&](const std::string& name, const std::string& pid_mode,
+                 const std::vector<std::string>& command) -> std::string {
+    nlohmann::json config = {
+        {"metadata", {{"name", name}}},
+        {"image", {{"image", image}}},
+        {"command", command},
+        {"linux", {{"security_context", {{"namespace_options", {{"pid", pid_mode}}}}}}}};
+    CriReply created = cri.RunContainer(pod, pod_config, config);
+    if (!created.ok) *error += name + ": " + created.error + "\n";
+    return created.ok ? created.body.value("container_id", "") : "";
+  };
+  // echo $(...): one line each, also for a file without a newline at its
+  // end (gVisor's msgmax) or one that is not there.
+  const std::string script =
+      "for s in shm_rmid_forced msgmax; do echo $(cat /proc/sys/kernel/$s); done; "
+      "tr '\\0' ' ' </proc/1/cmdline; echo; "
+      "for n in ipc uts pid; do echo $(readlink /proc/self/ns/$n); done";
+  auto look = [&](const std::string& id) {
+    CriReply r = cri.Call("ExecSync",
+                          {{"container_id", id}, {"cmd", {"sh", "-c", script}}, {"timeout", 120}},
+                          std::chrono::seconds(180));
+    if (!r.ok || r.body.value("exit_code", -1) != 0) {
+      *error += "exec in " + id + ": " + r.error + DecodeBase64(r.body.value("stderr", "")) + "\n";
+    }
+    std::vector<std::string> lines;
+    std::istringstream out(DecodeBase64(r.body.value("stdout", "")));
+    for (std::string line; std::getline(out, line);) lines.push_back(line);
+    lines.resize(6);
+    return lines;
+  };
+  views.shared =
+      run("shared", "POD", {"sh", "-c", "for i in 1 2; do sleep 300 & done; exec sleep 3600"});
+  views.own = run("own", "CONTAINER", {"sleep", "3600"});
+  if (views.shared.empty() || views.own.empty()) return views;
+  views.in_shared = look(views.shared);
+  views.in_own = look(views.own);
+  return views;
+}
+
 nlohmann::json PodSandboxConfigJson(const std::string& name, const std::string& cgroup_parent,
                                     const std::string& log_directory, bool host_network) {
   nlohmann::json namespaces = {

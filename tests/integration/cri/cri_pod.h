@@ -42,6 +42,21 @@ void OpenForRunsc(const std::vector<std::string>& dirs);
 nlohmann::json PodSandboxConfigJson(const std::string& name, const std::string& cgroup_parent,
                                     const std::string& log_directory, bool host_network = false);
 
+// The pod-namespace checks every handler is held to (CriParityTest in
+// cri_test, CriVmPodTest). Two busybox containers run in `pod`: "shared"
+// (pid=POD; its init leaves two sleeping workers, then sleeps) and "own"
+// (pid=CONTAINER, sleeps), and what each sees, by ExecSync: the lines
+// kernel.shm_rmid_forced, kernel.msgmax, PID 1's command line (NULs as
+// spaces), then the links of its ipc, uts and pid namespaces; 6 lines each,
+// empty where it has none. On failure *error says why.
+struct PodNamespaceViews {
+  std::string shared, own;  // container ids
+  std::vector<std::string> in_shared, in_own;
+};
+PodNamespaceViews RunPodNamespaceContainers(const CriClient& cri, const std::string& pod,
+                                            const nlohmann::json& pod_config,
+                                            const std::string& image, std::string* error);
+
 // The whole file, or "" when it cannot be read.
 std::string ReadText(const std::string& path);
 // /proc/<pid>/cmdline with the NULs as spaces.

@@ -230,6 +230,24 @@ TEST(ConsoleReportsStallTest, KnowsTheKernelsStallWarnings) {
                           "[    1.2] random: crng init done\n"));
 }
 
+// The watch reads the console file, and at most once per interval: a
+// stall written just after a read is seen at the first read after it.
+TEST(ConsoleReportsStallTest, WatchReadsTheFileAtMostOncePerInterval) {
+  char dir[] = "/tmp/hull-console-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string log = std::string(dir) + "/vm-console.log";
+  ConsoleStallWatch missing(std::chrono::milliseconds(0));
+  EXPECT_FALSE(missing.Stalled(log)) << "no console yet";
+  std::ofstream(log) << "[    1.2] random: crng init done\n";
+  ConsoleStallWatch watch(std::chrono::milliseconds(300));
+  EXPECT_FALSE(watch.Stalled(log));
+  std::ofstream(log, std::ios::app) << "[ 21.6] rcu: INFO: rcu_preempt detected stalls on CPUs\n";
+  EXPECT_FALSE(watch.Stalled(log)) << "read again within the interval";
+  ::usleep(350'000);
+  EXPECT_TRUE(watch.Stalled(log));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(GuestSpecTest, RootAndBindSourcesPointIntoTheShare) {
   nlohmann::json spec = {
       {"root", {{"path", "/host/bundle/rootfs"}, {"readonly", true}}},

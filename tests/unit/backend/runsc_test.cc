@@ -10,12 +10,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/status.h"
 #include "runtime/backend.h"
 #include "runtime/oci_cli/argv.h"
 #include "runtime/oci_cli/flavour.h"
 #include "runtime/oci_cli/runsc_events.h"
 #include "runtime/oci_cli/runsc_features.h"
 #include "runtime/oci_cli/runtime_error.h"
+#include "runtime/oci_cli/sandbox_kernel_spec.h"
 #include "shim/backend/make_backend.h"
 #include "tests/unit/backend/testdata.h"
 
@@ -290,6 +292,102 @@ TEST(RunscFeaturesTest, InstalledRunscGetsOneBuiltByHull) {
   ASSERT_TRUE(doc.has_value()) << doc.error().ToString();
   json parsed = json::parse(*doc);
   EXPECT_TRUE(parsed["annotations"].contains("dev.gvisor.runsc.version"));
+}
+
+// ---- specs fitted to the sandbox's kernel ----
+
+json PodContainerSpec(const std::string& pid_path) {
+  json pid = {{"type", "pid"}};
+  if (!pid_path.empty()) pid["path"] = pid_path;
+  return {{"ociVersion", "1.0.2-dev"},
+          {"linux",
+           {{"namespaces",
+             {{{"type", "ipc"}, {"path", "/proc/42/ns/ipc"}}, pid, {{"type", "mount"}}}}}}};
+}
+
+TEST(SandboxKernelSpecTest, PidEqualsPodJoinsTheSandboxsRootPidNamespace) {
+  json spec = PodContainerSpec("/proc/42/ns/pid");
+  auto changed = FitSpecToSandboxKernel(spec, /*joins_sandbox=*/true);
+  ASSERT_TRUE(changed.has_value()) << changed.error().ToString();
+  EXPECT_TRUE(*changed);
+  // The pid entry is gone; the others stay as they were.
+  EXPECT_EQ(spec["linux"]["namespaces"],
+            json::parse(R"([{"type":"ipc","path":"/proc/42/ns/ipc"},{"type":"mount"}])"));
+}
+
+TEST(SandboxKernelSpecTest, OtherPidNamespacesStay) {
+  // pid=CONTAINER (no path: a namespace of its own), a path of another
+  // form, and the sandbox's own container.
+  for (const auto& [path, joins] :
+       std::vector<std::pair<std::string, bool>>{{"", true},
+                                                 {"/run/netns/x", true},
+                                                 {"/proc/42/ns/ipc", true},
+                                                 {"/proc/42/ns/pid", false}}) {
+    json spec = PodContainerSpec(path);
+    const json before = spec;
+    auto changed = FitSpecToSandboxKernel(spec, joins);
+    ASSERT_TRUE(changed.has_value()) << path;
+    EXPECT_FALSE(*changed) << path;
+    EXPECT_EQ(spec, before) << path;
+  }
+}
+
+TEST(SandboxKernelSpecTest, SysctlsOutsideNetAreRefusedByName) {
+  json spec = PodContainerSpec("");
+  spec["linux"]["sysctl"] = {{"net.ipv4.ip_unprivileged_port_start", "0"},
+                             {"net.ipv4.ping_group_range", "0 2147483647"}};
+  auto net_only = FitSpecToSandboxKernel(spec, false);
+  ASSERT_TRUE(net_only.has_value()) << net_only.error().ToString();
+  EXPECT_FALSE(*net_only);
+  for (const char* key : {"kernel.shm_rmid_forced", "fs.mqueue.msg_max", "kernel.msgmax"}) {
+    json with = spec;
+    with["linux"]["sysctl"][key] = "1";
+    auto refused = FitSpecToSandboxKernel(with, false);
+    ASSERT_FALSE(refused.has_value()) << key;
+    EXPECT_EQ(refused.error().code(), Code::kInvalidArgument);
+    EXPECT_NE(refused.error().message().find("sysctl " + std::string(key) + " cannot be set"),
+              std::string::npos)
+        << refused.error().message();
+  }
+}
+
+TEST(SandboxKernelSpecTest, MaskedAndReadonlyPathsOutsideProcAndSysAreRefused) {
+  // containerd's defaults pass.
+  json spec = PodContainerSpec("");
+  spec["linux"]["maskedPaths"] = {"/proc/acpi", "/proc/kcore", "/sys/firmware",
+                                  "/sys/devices/virtual/powercap"};
+  spec["linux"]["readonlyPaths"] = {"/proc/bus", "/proc/sys", "/proc/sysrq-trigger"};
+  auto defaults = FitSpecToSandboxKernel(spec, false);
+  ASSERT_TRUE(defaults.has_value()) << defaults.error().ToString();
+  EXPECT_FALSE(*defaults);
+  for (const auto& [key, path] : std::vector<std::pair<std::string, std::string>>{
+           {"maskedPaths", "/bin/tr"}, {"readonlyPaths", "/tmp"}, {"maskedPaths", "/procfs"}}) {
+    json with = spec;
+    with["linux"][key].push_back(path);
+    auto refused = FitSpecToSandboxKernel(with, false);
+    ASSERT_FALSE(refused.has_value()) << path;
+    EXPECT_EQ(refused.error().code(), Code::kInvalidArgument);
+    EXPECT_NE(refused.error().message().find(key + " entry " + path + " cannot be applied"),
+              std::string::npos)
+        << refused.error().message();
+  }
+}
+
+TEST(SandboxKernelSpecTest, BundleIsRewrittenOnlyWhenChanged) {
+  char dir[] = "/tmp/hull-sandbox-spec-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/config.json";
+  std::ofstream(path) << PodContainerSpec("/proc/7/ns/pid").dump();
+  ASSERT_TRUE(FitBundleToSandboxKernel(path, true).ok());
+  std::ifstream in(path);
+  json fitted = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  EXPECT_EQ(fitted["linux"]["namespaces"].size(), 2u);
+  std::ofstream(path) << "{not json";
+  Status bad = FitBundleToSandboxKernel(path, true);
+  EXPECT_EQ(bad.code(), Code::kInvalidArgument);
+  EXPECT_NE(bad.message().find(path), std::string::npos) << bad.ToString();
+  ::unlink(path.c_str());
+  ::rmdir(dir);
 }
 
 }  // namespace
