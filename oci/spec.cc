@@ -382,6 +382,21 @@ Status Spec::Save(const std::string& path) const {
   return WriteFileAtomic(path, Dump());
 }
 
+std::string HostNamespacesAsked(const Spec& spec) {
+  bool pid = false, ipc = false;
+  for (const Namespace& ns : spec.Namespaces()) {
+    pid = pid || ns.type == "pid";
+    ipc = ipc || ns.type == "ipc";
+  }
+  std::string asked;
+  if (!pid) asked = "the host's PID namespace (hostPID: true)";
+  if (!ipc) {
+    if (!asked.empty()) asked += " and ";
+    asked += "the host's IPC namespace (hostIPC: true)";
+  }
+  return asked;
+}
+
 std::optional<int> NamespacePathPid(std::string_view path, std::string_view type) {
   constexpr std::string_view kProc = "/proc/";
   const std::string tail = "/ns/" + std::string(type);

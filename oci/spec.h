@@ -121,6 +121,12 @@ class Spec {
   SpecJson json_;
 };
 
+// The host namespaces a pod's spec asks for by having no entry of the type
+// (CRI's hostPID, hostIPC): "the host's PID namespace (hostPID: true)",
+// the same for IPC, or both joined with " and "; "" when it has both
+// entries. For backends whose pods run under a kernel of their own.
+std::string HostNamespacesAsked(const Spec& spec);
+
 // The pid in a namespace path `/proc/<pid>/ns/<type>` (how CRI names the
 // pause container's namespaces for a pod's containers); nullopt for any
 // other path, or one of another type.

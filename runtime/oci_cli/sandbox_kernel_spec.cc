@@ -1,27 +1,24 @@
 #include "runtime/oci_cli/sandbox_kernel_spec.h"
 
-#include "base/file_util.h"
-#include "oci/spec.h"
-#include "runtime/oci_cli/spec_version.h"
-
 namespace hull::runtime::oci_cli {
 
-using json = nlohmann::json;
-
-Result<bool> FitSpecToSandboxKernel(json& spec, bool joins_sandbox) {
-  if (!spec.is_object()) return InvalidArgumentError("the spec is not a JSON object");
-  auto linux_ = spec.find("linux");
-  if (linux_ == spec.end() || !linux_->is_object()) return false;
-  if (auto sysctl = linux_->find("sysctl"); sysctl != linux_->end() && sysctl->is_object()) {
-    for (const auto& [key, value] : sysctl->items()) {
-      if (key.starts_with("net.")) continue;
-      return InvalidArgumentError(
-          "sysctl " + key +
-          " cannot be set in a gVisor sandbox: its kernel takes no "
-          "sysctls from the spec, and only net.* ones reach the pod's network");
-    }
+Result<bool> FitSpecToSandboxKernel(oci::Spec& spec, bool joins_sandbox) {
+  constexpr std::string_view kSandbox = "a gVisor sandbox";
+  if (std::string asked = oci::HostNamespacesAsked(spec); !asked.empty()) {
+    return InvalidArgumentError(std::string(kSandbox) + " cannot run a container in " + asked +
+                                ": its containers run on the sandbox's own kernel, which "
+                                "shares no namespace with the host");
   }
+  for (const auto& [key, value] : spec.Sysctls()) {
+    if (key.starts_with("net.")) continue;
+    return InvalidArgumentError("sysctl " + key + " cannot be set in " + std::string(kSandbox) +
+                                ": its kernel takes no sysctls from the spec, and only net.* "
+                                "ones reach the pod's network");
+  }
+  const oci::SpecJson& doc = spec.json();
+  auto linux_ = doc.find("linux");
   for (const char* key : {"maskedPaths", "readonlyPaths"}) {
+    if (linux_ == doc.end() || !linux_->is_object()) break;
     auto paths = linux_->find(key);
     if (paths == linux_->end() || !paths->is_array()) continue;
     for (const auto& path : *paths) {
@@ -29,34 +26,26 @@ Result<bool> FitSpecToSandboxKernel(json& spec, bool joins_sandbox) {
       if (p == "/proc" || p == "/sys" || p.starts_with("/proc/") || p.starts_with("/sys/")) {
         continue;
       }
-      return InvalidArgumentError(std::string(key) + " entry " + p +
-                                  " cannot be applied in a gVisor sandbox: runsc ignores "
-                                  "maskedPaths and readonlyPaths, and only entries under the "
-                                  "sandbox's own /proc and /sys are taken");
+      return InvalidArgumentError(std::string(key) + " entry " + p + " cannot be applied in " +
+                                  std::string(kSandbox) +
+                                  ": runsc ignores maskedPaths and readonlyPaths, and only "
+                                  "entries under the sandbox's own /proc and /sys are taken");
     }
   }
   if (!joins_sandbox) return false;
-  auto namespaces = linux_->find("namespaces");
-  if (namespaces == linux_->end() || !namespaces->is_array()) return false;
-  for (auto it = namespaces->begin(); it != namespaces->end(); ++it) {
-    if (!it->is_object() || it->value("type", "") != "pid") continue;
-    auto path = it->find("path");
-    if (path == it->end() || !path->is_string() ||
-        !oci::NamespacePathPid(path->get<std::string>(), "pid")) {
-      return false;
+  for (const oci::Namespace& ns : spec.Namespaces()) {
+    if (ns.type == "pid" && oci::NamespacePathPid(ns.path, "pid")) {
+      spec.RemoveNamespace("pid");
+      return true;
     }
-    namespaces->erase(it);
-    return true;
   }
   return false;
 }
 
 Status FitBundleToSandboxKernel(const std::string& path, bool joins_sandbox) {
-  HULL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  json spec = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!spec.is_object()) return InvalidArgumentError(path + ": not a JSON object");
+  HULL_ASSIGN_OR_RETURN(oci::Spec spec, oci::Spec::Load(path));
   HULL_ASSIGN_OR_RETURN(bool changed, FitSpecToSandboxKernel(spec, joins_sandbox));
-  return changed ? RewriteBundleSpec(path, spec) : Status::Ok();
+  return changed ? spec.Save(path) : Status::Ok();
 }
 
 }  // namespace hull::runtime::oci_cli

@@ -6,35 +6,37 @@
 // thread.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "base/status.h"
+#include "oci/spec.h"
 
 namespace hull::runtime::oci_cli {
 
-// Fits `spec` in place; whether it changed it.
-// - InvalidArgument naming the first linux.sysctl key outside net.*: the
-//   sentry takes no spec sysctls and has no such settings (or fixed ones),
-//   so a pod asking for kernel.shm_rmid_forced=1 would run with it unset.
-//   net.* passes: containerd 2.x puts two on every pod, and the sandbox's
-//   network is the runtime's to configure (docs/backends.md).
-// - InvalidArgument naming the first maskedPaths or readonlyPaths entry
-//   outside /proc and /sys: runsc applies neither list (a masked file stays
-//   readable, a read-only directory writable). Entries under /proc and /sys
-//   pass: what containerd puts there by default is mostly absent from the
-//   sentry's own /proc and /sys, whose writes it mostly refuses
-//   (docs/backends.md).
-// - A container joining the sandbox (`joins_sandbox`) whose PID namespace
-//   is named by a path /proc/<pid>/ns/pid (CRI's pid=POD, the pause
-//   container's) loses that entry: gVisor runs a container without one in
-//   the sandbox's root PID namespace, where the pause process is PID 1; a
-//   path matches none of its containers, and it would get a namespace of
-//   its own. Any other PID namespace entry stays.
-Result<bool> FitSpecToSandboxKernel(nlohmann::json& spec, bool joins_sandbox);
+// Fits `spec` in place; whether it changed it. InvalidArgument, naming what
+// was asked, for what the sandbox cannot give:
+// - the host's PID or IPC namespace (no entry of the type: hostPID,
+//   hostIPC): the containers would see the sandbox's kernel's, silently;
+// - a linux.sysctl key outside net.*: the sentry takes no spec sysctls and
+//   has no such settings (or fixed ones), so a pod asking for
+//   kernel.shm_rmid_forced=1 would run with it unset. net.* passes:
+//   containerd 2.x puts two on every pod, and the sandbox's network is the
+//   runtime's to configure (docs/backends.md);
+// - a maskedPaths or readonlyPaths entry outside /proc and /sys: runsc
+//   applies neither list (a masked file stays readable, a read-only
+//   directory writable). Entries under /proc and /sys pass: what containerd
+//   puts there by default is mostly absent from the sentry's own /proc and
+//   /sys, whose writes it mostly refuses (docs/backends.md).
+// And a container joining the sandbox (`joins_sandbox`) whose PID namespace
+// is named by a path /proc/<pid>/ns/pid (CRI's pid=POD, the pause
+// container's) loses that entry: gVisor runs a container without one in
+// the sandbox's root PID namespace, where the pause process is PID 1; a
+// path matches none of its containers, and it would get a namespace of its
+// own. Any other PID namespace entry stays.
+Result<bool> FitSpecToSandboxKernel(oci::Spec& spec, bool joins_sandbox);
 
 // FitSpecToSandboxKernel on the config.json at `path`, rewriting it
-// (atomically, same mode) when it changed.
+// (atomically) when it changed.
 Status FitBundleToSandboxKernel(const std::string& path, bool joins_sandbox);
 
 }  // namespace hull::runtime::oci_cli

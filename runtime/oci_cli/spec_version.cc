@@ -180,10 +180,6 @@ Status FitBundleSpecVersion(const std::string& path, std::string_view runtime_ma
   if (target.empty()) return Status::Ok();
   if (rewritten_from != nullptr) *rewritten_from = spec["ociVersion"].get<std::string>();
   spec["ociVersion"] = target;
-  return RewriteBundleSpec(path, spec);
-}
-
-Status RewriteBundleSpec(const std::string& path, const json& spec) {
   struct stat st;
   const int mode = ::stat(path.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 07777) : 0644;
   return WriteFileAtomic(path, spec.dump(-1, ' ', false, json::error_handler_t::replace), mode);

@@ -36,8 +36,4 @@ Result<std::string> FitSpecVersion(const nlohmann::json& spec, std::string_view 
 Status FitBundleSpecVersion(const std::string& path, std::string_view runtime_max,
                             std::string_view runtime, std::string* rewritten_from);
 
-// Rewrites the config.json at `path` with `spec`, atomically, keeping the
-// file's mode.
-Status RewriteBundleSpec(const std::string& path, const nlohmann::json& spec);
-
 }  // namespace hull::runtime::oci_cli

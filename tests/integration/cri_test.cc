@@ -702,6 +702,33 @@ TEST_F(CriTest, SharedPidPodWithWorkersStopsPromptly) {
   EXPECT_TRUE(CgroupsUnder(cgroup_parent_).empty());
 }
 
+// hostPID and hostIPC cannot be given to a gVisor sandbox (its containers
+// run on the sandbox's kernel; before, the pod started and its containers
+// silently saw the sandbox's namespaces): RunPodSandbox fails naming what
+// was asked, and leaves no shim, sandbox or runsc state. As for hull-vm
+// (CriVmPodTest.HostPidAndHostIpcPodsAreRefused).
+TEST_F(CriTest, RunscRefusesHostPidAndHostIpcPods) {
+  for (const auto& [ns, field] : {std::pair{"pid", "hostPID"}, std::pair{"ipc", "hostIPC"}}) {
+    json pod_config = PodConfig(std::string("runschost") + ns, /*host_network=*/false);
+    pod_config["linux"]["security_context"]["namespace_options"][ns] = "NODE";
+    CriReply r =
+        cri_->Call("RunPodSandbox", {{"config", pod_config}, {"runtime_handler", "hull-runsc"}});
+    ASSERT_FALSE(r.ok) << field;
+    EXPECT_NE(r.error.find(std::string("a gVisor sandbox cannot run a container in the host's ") +
+                           (std::string_view(ns) == "pid" ? "PID" : "IPC") + " namespace (" +
+                           field + ": true)"),
+              std::string::npos)
+        << r.error;
+  }
+  EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 20s));
+  EXPECT_TRUE(ProcessesMatching("runsc-sandbox --root=" + RunscRoot()).empty());
+  EXPECT_EQ(EntriesIn(RunscRoot() + "/k8s.io"), std::vector<std::string>{});
+  EXPECT_EQ(MountsUnder(containerd_->dir()), std::vector<std::string>{});
+  CriReply list = cri_->Call("ListPodSandbox");
+  ASSERT_TRUE(list.ok) << list.error;
+  EXPECT_TRUE(list.body.value("items", json::array()).empty()) << list.body.dump();
+}
+
 // The handler whose hull config asks for it ([sizing] pod_cgroup_limits,
 // shim_in_pod_cgroup): on cgroup v2 the pod cgroup (the pod's cgroup_parent)
 // gets the pod's size before the pause container starts, and the shim runs

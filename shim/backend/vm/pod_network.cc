@@ -241,17 +241,7 @@ PodNetworkSpec ReadPodNetworkSpec(const oci::Spec& spec) {
 }
 
 Status RefuseHostNamespaces(const oci::Spec& spec) {
-  bool pid = false, ipc = false;
-  for (const oci::Namespace& ns : spec.Namespaces()) {
-    pid = pid || ns.type == "pid";
-    ipc = ipc || ns.type == "ipc";
-  }
-  std::string asked;
-  if (!pid) asked = "the host's PID namespace (hostPID: true)";
-  if (!ipc) {
-    if (!asked.empty()) asked += " and ";
-    asked += "the host's IPC namespace (hostIPC: true)";
-  }
+  const std::string asked = oci::HostNamespacesAsked(spec);
   if (asked.empty()) return Status::Ok();
   return InvalidArgumentError("the vm backend cannot run a pod in " + asked +
                               ": the pod's processes run under the guest's own kernel, which "

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "base/status.h"
+#include "oci/spec.h"
 #include "runtime/backend.h"
 #include "runtime/oci_cli/argv.h"
 #include "runtime/oci_cli/flavour.h"
@@ -296,7 +298,7 @@ TEST(RunscFeaturesTest, InstalledRunscGetsOneBuiltByHull) {
 
 // ---- specs fitted to the sandbox's kernel ----
 
-json PodContainerSpec(const std::string& pid_path) {
+json PodContainerJson(const std::string& pid_path) {
   json pid = {{"type", "pid"}};
   if (!pid_path.empty()) pid["path"] = pid_path;
   return {{"ociVersion", "1.0.2-dev"},
@@ -305,14 +307,20 @@ json PodContainerSpec(const std::string& pid_path) {
              {{{"type", "ipc"}, {"path", "/proc/42/ns/ipc"}}, pid, {{"type", "mount"}}}}}}};
 }
 
+oci::Spec SpecOf(const json& doc) {
+  auto spec = oci::Spec::Parse(doc.dump());
+  EXPECT_TRUE(spec.has_value()) << doc.dump();
+  return spec.has_value() ? *spec : oci::Spec();
+}
+
 TEST(SandboxKernelSpecTest, PidEqualsPodJoinsTheSandboxsRootPidNamespace) {
-  json spec = PodContainerSpec("/proc/42/ns/pid");
+  oci::Spec spec = SpecOf(PodContainerJson("/proc/42/ns/pid"));
   auto changed = FitSpecToSandboxKernel(spec, /*joins_sandbox=*/true);
   ASSERT_TRUE(changed.has_value()) << changed.error().ToString();
   EXPECT_TRUE(*changed);
   // The pid entry is gone; the others stay as they were.
-  EXPECT_EQ(spec["linux"]["namespaces"],
-            json::parse(R"([{"type":"ipc","path":"/proc/42/ns/ipc"},{"type":"mount"}])"));
+  EXPECT_EQ(spec.Namespaces(),
+            (std::vector<oci::Namespace>{{"ipc", "/proc/42/ns/ipc"}, {"mount", ""}}));
 }
 
 TEST(SandboxKernelSpecTest, OtherPidNamespacesStay) {
@@ -323,26 +331,49 @@ TEST(SandboxKernelSpecTest, OtherPidNamespacesStay) {
                                                  {"/run/netns/x", true},
                                                  {"/proc/42/ns/ipc", true},
                                                  {"/proc/42/ns/pid", false}}) {
-    json spec = PodContainerSpec(path);
-    const json before = spec;
+    oci::Spec spec = SpecOf(PodContainerJson(path));
+    const std::string before = spec.Dump();
     auto changed = FitSpecToSandboxKernel(spec, joins);
     ASSERT_TRUE(changed.has_value()) << path;
     EXPECT_FALSE(*changed) << path;
-    EXPECT_EQ(spec, before) << path;
+    EXPECT_EQ(spec.Dump(), before) << path;
+  }
+}
+
+TEST(SandboxKernelSpecTest, HostPidAndHostIpcAreRefused) {
+  for (const char* type : {"pid", "ipc"}) {
+    json doc = PodContainerJson("");
+    json& namespaces = doc["linux"]["namespaces"];
+    namespaces.erase(std::remove_if(namespaces.begin(), namespaces.end(),
+                                    [&](const json& n) { return n["type"] == type; }),
+                     namespaces.end());
+    oci::Spec spec = SpecOf(doc);
+    for (bool joins : {false, true}) {
+      auto refused = FitSpecToSandboxKernel(spec, joins);
+      ASSERT_FALSE(refused.has_value()) << type;
+      EXPECT_EQ(refused.error().code(), Code::kInvalidArgument);
+      EXPECT_NE(
+          refused.error().message().find(std::string("(host") +
+                                         (type == std::string("pid") ? "PID" : "IPC") + ": true)"),
+          std::string::npos)
+          << refused.error().message();
+    }
   }
 }
 
 TEST(SandboxKernelSpecTest, SysctlsOutsideNetAreRefusedByName) {
-  json spec = PodContainerSpec("");
-  spec["linux"]["sysctl"] = {{"net.ipv4.ip_unprivileged_port_start", "0"},
-                             {"net.ipv4.ping_group_range", "0 2147483647"}};
-  auto net_only = FitSpecToSandboxKernel(spec, false);
+  json doc = PodContainerJson("");
+  doc["linux"]["sysctl"] = {{"net.ipv4.ip_unprivileged_port_start", "0"},
+                            {"net.ipv4.ping_group_range", "0 2147483647"}};
+  oci::Spec net = SpecOf(doc);
+  auto net_only = FitSpecToSandboxKernel(net, false);
   ASSERT_TRUE(net_only.has_value()) << net_only.error().ToString();
   EXPECT_FALSE(*net_only);
   for (const char* key : {"kernel.shm_rmid_forced", "fs.mqueue.msg_max", "kernel.msgmax"}) {
-    json with = spec;
+    json with = doc;
     with["linux"]["sysctl"][key] = "1";
-    auto refused = FitSpecToSandboxKernel(with, false);
+    oci::Spec spec = SpecOf(with);
+    auto refused = FitSpecToSandboxKernel(spec, false);
     ASSERT_FALSE(refused.has_value()) << key;
     EXPECT_EQ(refused.error().code(), Code::kInvalidArgument);
     EXPECT_NE(refused.error().message().find("sysctl " + std::string(key) + " cannot be set"),
@@ -353,18 +384,20 @@ TEST(SandboxKernelSpecTest, SysctlsOutsideNetAreRefusedByName) {
 
 TEST(SandboxKernelSpecTest, MaskedAndReadonlyPathsOutsideProcAndSysAreRefused) {
   // containerd's defaults pass.
-  json spec = PodContainerSpec("");
-  spec["linux"]["maskedPaths"] = {"/proc/acpi", "/proc/kcore", "/sys/firmware",
-                                  "/sys/devices/virtual/powercap"};
-  spec["linux"]["readonlyPaths"] = {"/proc/bus", "/proc/sys", "/proc/sysrq-trigger"};
-  auto defaults = FitSpecToSandboxKernel(spec, false);
-  ASSERT_TRUE(defaults.has_value()) << defaults.error().ToString();
-  EXPECT_FALSE(*defaults);
+  json doc = PodContainerJson("");
+  doc["linux"]["maskedPaths"] = {"/proc/acpi", "/proc/kcore", "/sys/firmware",
+                                 "/sys/devices/virtual/powercap"};
+  doc["linux"]["readonlyPaths"] = {"/proc/bus", "/proc/sys", "/proc/sysrq-trigger"};
+  oci::Spec defaults = SpecOf(doc);
+  auto passed = FitSpecToSandboxKernel(defaults, false);
+  ASSERT_TRUE(passed.has_value()) << passed.error().ToString();
+  EXPECT_FALSE(*passed);
   for (const auto& [key, path] : std::vector<std::pair<std::string, std::string>>{
            {"maskedPaths", "/bin/tr"}, {"readonlyPaths", "/tmp"}, {"maskedPaths", "/procfs"}}) {
-    json with = spec;
+    json with = doc;
     with["linux"][key].push_back(path);
-    auto refused = FitSpecToSandboxKernel(with, false);
+    oci::Spec spec = SpecOf(with);
+    auto refused = FitSpecToSandboxKernel(spec, false);
     ASSERT_FALSE(refused.has_value()) << path;
     EXPECT_EQ(refused.error().code(), Code::kInvalidArgument);
     EXPECT_NE(refused.error().message().find(key + " entry " + path + " cannot be applied"),
@@ -377,15 +410,14 @@ TEST(SandboxKernelSpecTest, BundleIsRewrittenOnlyWhenChanged) {
   char dir[] = "/tmp/hull-sandbox-spec-XXXXXX";
   ASSERT_NE(::mkdtemp(dir), nullptr);
   const std::string path = std::string(dir) + "/config.json";
-  std::ofstream(path) << PodContainerSpec("/proc/7/ns/pid").dump();
+  std::ofstream(path) << PodContainerJson("/proc/7/ns/pid").dump();
   ASSERT_TRUE(FitBundleToSandboxKernel(path, true).ok());
-  std::ifstream in(path);
-  json fitted = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  EXPECT_EQ(fitted["linux"]["namespaces"].size(), 2u);
+  auto fitted = oci::Spec::Load(path);
+  ASSERT_TRUE(fitted.has_value());
+  EXPECT_EQ(fitted->Namespaces().size(), 2u);
   std::ofstream(path) << "{not json";
   Status bad = FitBundleToSandboxKernel(path, true);
-  EXPECT_EQ(bad.code(), Code::kInvalidArgument);
-  EXPECT_NE(bad.message().find(path), std::string::npos) << bad.ToString();
+  EXPECT_EQ(bad.code(), Code::kInvalidArgument) << bad.ToString();
   ::unlink(path.c_str());
   ::rmdir(dir);
 }
