@@ -328,6 +328,23 @@ TEST_P(CriPodTest, SizedPodRunsTwoContainersInOneShim) {
   EXPECT_EQ(DecodeBase64(exec.body.value("stderr", "")), "oops\n");
   EXPECT_EQ(exec.body.value("exit_code", -1), 3);
 
+  if (host_network) {
+    // The host's network: the container lists the host's own addresses
+    // (runsc with network = "host" and no namespace in the spec: the host
+    // kernel's stack in the host's namespace).
+    CommandResult host = RunCommand({"ip", "-4", "-o", "addr", "show", "scope", "global"});
+    std::istringstream fields(host.out);
+    std::string index, dev, family, address;
+    if (fields >> index >> dev >> family >> address) {
+      CriReply addresses = cri_->Call(
+          "ExecSync", {{"container_id", c1}, {"cmd", {"ip", "-4", "addr"}}, {"timeout", 30}});
+      ASSERT_TRUE(addresses.ok) << addresses.error;
+      EXPECT_NE(DecodeBase64(addresses.body.value("stdout", "")).find(address), std::string::npos)
+          << address << " not in:\n"
+          << DecodeBase64(addresses.body.value("stdout", ""));
+    }
+  }
+
   CriReply stats = cri_->Call("ContainerStats", {{"container_id", c2}});
   ASSERT_TRUE(stats.ok) << stats.error;
   const json& s = stats.body["stats"];
@@ -348,6 +365,7 @@ INSTANTIATE_TEST_SUITE_P(Handlers, CriPodTest,
                          ::testing::Values(PodCase{"PodNetwork", "hull", false},
                                            PodCase{"HostNetwork", "hull", true},
                                            PodCase{"RunscPodNetwork", "hull-runsc", false},
+                                           PodCase{"RunscHostNetwork", "hull-runsc", true},
                                            PodCase{"C2PodNetwork", "hull", false, true},
                                            PodCase{"C2CrunPodNetwork", "hull-crun", false, true},
                                            PodCase{"C2RunscPodNetwork", "hull-runsc", false, true}),
