@@ -1,5 +1,7 @@
 #include "runtime/oci_cli/sandbox_kernel_spec.h"
 
+#include <filesystem>
+
 namespace hull::runtime::oci_cli {
 
 Result<bool> FitSpecToSandboxKernel(oci::Spec& spec, bool joins_sandbox) {
@@ -23,7 +25,10 @@ Result<bool> FitSpecToSandboxKernel(oci::Spec& spec, bool joins_sandbox) {
     if (paths == linux_->end() || !paths->is_array()) continue;
     for (const auto& path : *paths) {
       const std::string p = path.is_string() ? path.get<std::string>() : path.dump();
-      if (p == "/proc" || p == "/sys" || p.starts_with("/proc/") || p.starts_with("/sys/")) {
+      // Lexically normal: "/proc/../bin/tr" is /bin/tr, not under /proc.
+      const std::string normal = std::filesystem::path(p).lexically_normal().string();
+      if (normal == "/proc" || normal == "/sys" || normal.starts_with("/proc/") ||
+          normal.starts_with("/sys/")) {
         continue;
       }
       return InvalidArgumentError(std::string(key) + " entry " + p + " cannot be applied in " +

@@ -392,8 +392,11 @@ TEST(SandboxKernelSpecTest, MaskedAndReadonlyPathsOutsideProcAndSysAreRefused) {
   auto passed = FitSpecToSandboxKernel(defaults, false);
   ASSERT_TRUE(passed.has_value()) << passed.error().ToString();
   EXPECT_FALSE(*passed);
-  for (const auto& [key, path] : std::vector<std::pair<std::string, std::string>>{
-           {"maskedPaths", "/bin/tr"}, {"readonlyPaths", "/tmp"}, {"maskedPaths", "/procfs"}}) {
+  for (const auto& [key, path] :
+       std::vector<std::pair<std::string, std::string>>{{"maskedPaths", "/bin/tr"},
+                                                        {"readonlyPaths", "/tmp"},
+                                                        {"maskedPaths", "/procfs"},
+                                                        {"maskedPaths", "/proc/../bin/tr"}}) {
     json with = doc;
     with["linux"][key].push_back(path);
     oci::Spec spec = SpecOf(with);
