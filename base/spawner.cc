@@ -25,8 +25,8 @@ using spawner_wire::Writer;
 // the server's call on one).
 class SpawnerMain {
  public:
-  SpawnerMain(int requests, int exits, std::vector<SpawnerEntry>& entries)
-      : requests_(requests), exits_(exits), entries_(entries) {}
+  SpawnerMain(int requests, int exits, std::vector<SpawnerEntry>& entries, SpawnCheck& check)
+      : requests_(requests), exits_(exits), entries_(entries), check_(check) {}
 
   [[noreturn]] void Run() {
     sigset_t chld;
@@ -97,6 +97,7 @@ class SpawnerMain {
     if (!r.U8(kind)) return InvalidArgumentError("spawner: empty request");
     if (kind == spawner_wire::kSpawn) {
       HULL_ASSIGN_OR_RETURN(SpawnOptions options, spawner_wire::DecodeSpawn(r, got.fds));
+      if (check_) HULL_RETURN_IF_ERROR(check_(options));
       return Spawn(options);
     }
     uint32_t index = 0;
@@ -111,13 +112,15 @@ class SpawnerMain {
   int requests_;
   int exits_;
   std::vector<SpawnerEntry>& entries_;
+  SpawnCheck& check_;
   std::deque<SpawnerExit> pending_;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<SpawnerClient>> SpawnerClient::Start(std::vector<SpawnerEntry> entries,
-                                                            std::vector<int> keep_fds) {
+                                                            std::vector<int> keep_fds,
+                                                            SpawnCheck check) {
   int req[2], ex[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, req) != 0) {
     return ErrnoError("socketpair", "spawner requests");
@@ -150,7 +153,7 @@ Result<std::unique_ptr<SpawnerClient>> SpawnerClient::Start(std::vector<SpawnerE
     ::close_range(next, ~0U, 0);
     (void)req0.release();
     (void)ex0.release();
-    SpawnerMain(req1.get(), ex1.get(), entries).Run();
+    SpawnerMain(req1.get(), ex1.get(), entries, check).Run();
   }
   std::unique_ptr<SpawnerClient> client(new SpawnerClient());
   client->pid_ = pid;

@@ -35,6 +35,10 @@ struct SpawnerEntry {
   std::function<Result<pid_t>(std::string_view payload, std::vector<UniqueFd>& fds)> run;
 };
 
+// What the spawner checks before every Spawn: OK to start `options`, or the
+// error the server gets back (and nothing is started). Runs in the spawner.
+using SpawnCheck = std::function<Status(const SpawnOptions& options)>;
+
 // One exit the spawner reaped.
 struct SpawnerExit {
   pid_t pid = 0;
@@ -44,9 +48,11 @@ struct SpawnerExit {
 class SpawnerClient {
  public:
   // Forks the spawner. `keep_fds` are the caller's descriptors the spawner
-  // keeps open (its log); every other one is closed in it.
+  // keeps open (its log); every other one is closed in it. `check`, when
+  // set, decides every Spawn request (entries check their own payloads).
   static Result<std::unique_ptr<SpawnerClient>> Start(std::vector<SpawnerEntry> entries,
-                                                      std::vector<int> keep_fds = {});
+                                                      std::vector<int> keep_fds = {},
+                                                      SpawnCheck check = nullptr);
   ~SpawnerClient();
   SpawnerClient(const SpawnerClient&) = delete;
   SpawnerClient& operator=(const SpawnerClient&) = delete;

@@ -11,7 +11,7 @@
 #include "base/spawn.h"
 #include "oci/annotations.h"
 #include "shim/container_internal.h"
-#include "shim/mount/mount.h"
+#include "shim/mount/spawner_mounts.h"
 
 namespace hull::shim {
 namespace tv2 = containerd::task::v2;
@@ -108,7 +108,7 @@ Result<pid_t> Container::ReadPidFile(const std::string& path) const {
 
 Status Container::Unmount() {
   if (!rootfs_mounted_) return Status::Ok();
-  HULL_RETURN_IF_ERROR(UnmountAll(bundle_ + "/rootfs"));
+  HULL_RETURN_IF_ERROR(UnmountRootfsVia(ctx_.reaper.spawner(), bundle_ + "/rootfs"));
   rootfs_mounted_ = false;
   return Status::Ok();
 }

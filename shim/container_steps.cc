@@ -13,7 +13,7 @@
 #include "base/file_util.h"
 #include "shim/container.h"
 #include "shim/container_internal.h"
-#include "shim/mount/mount.h"
+#include "shim/mount/spawner_mounts.h"
 
 namespace hull::shim {
 namespace tv2 = containerd::task::v2;
@@ -35,7 +35,8 @@ class Container::CreateSteps {
   // 1. The rootfs, then 2. the init's stdio.
   void MountAndOpenStdio(std::shared_ptr<CreateSteps> self) {
     step_ = Step::kMountRootfs;
-    Status mounted = MountRootfs(request_.rootfs(), c_.bundle_ + "/rootfs");
+    Status mounted =
+        MountRootfsVia(c_.ctx_.reaper.spawner(), request_.rootfs(), c_.bundle_ + "/rootfs");
     if (!mounted.ok()) return Fail(mounted.WithContext("mount rootfs"));
     c_.rootfs_mounted_ = !request_.rootfs().empty();
     step_ = Step::kStdio;

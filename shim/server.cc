@@ -20,11 +20,13 @@
 #include "base/spawner.h"
 #include "shim/config/config.h"
 #include "shim/config/server_config.h"
+#include "shim/mount/spawner_mounts.h"
 #include "shim/pod/pod.h"
 #include "shim/publisher.h"
 #include "shim/sandbox/pause_process.h"
 #include "shim/sandbox/sandbox_service.h"
 #include "shim/security/confine.h"
+#include "shim/security/spawn_policy.h"
 #include "shim/task_service.h"
 #include "ttrpc/server.h"
 
@@ -65,17 +67,47 @@ std::string BundleId(const std::string& bundle) {
 
 // [security] confine: forks the spawner, then confines this process. The
 // spawner is forked first so that nothing it starts inherits the filter.
-Result<std::unique_ptr<SpawnerClient>> StartConfined(Logger& log) {
-  std::vector<SpawnerEntry> entries(kPauseSpawnerEntry + 1);
+// Its entries: the pause process, and the rootfs mounts of bundles beside
+// the server's own (the server keeps no CAP_SYS_ADMIN). It starts only what
+// the server's configuration names (SpawnPolicy), and logs each refusal to
+// the shim's log itself.
+Result<std::unique_ptr<SpawnerClient>> StartConfined(const ShimConfig& config,
+                                                     const std::string& ns, Logger& log) {
+  const std::vector<std::string> bundles = BundleDirs(WorkingDirectory());
+  std::vector<SpawnerEntry> entries(kUnmountSpawnerEntry + 1);
   entries[kPauseSpawnerEntry] = PauseSpawnerEntry();
-  HULL_ASSIGN_OR_RETURN(std::unique_ptr<SpawnerClient> spawner,
-                        SpawnerClient::Start(std::move(entries)));
-  HULL_RETURN_IF_ERROR(ConfineServer());
+  std::vector<SpawnerEntry> mounts = MountSpawnerEntries(bundles);
+  entries[kMountSpawnerEntry] = std::move(mounts[0]);
+  entries[kUnmountSpawnerEntry] = std::move(mounts[1]);
+  SpawnPolicy policy = MakeSpawnPolicy(config, ns, bundles);
+  if (!policy.runtime_error.ok()) {
+    log.Warn("spawner: no runtime calls allowed: {}", policy.runtime_error.ToString());
+  }
+  UniqueFd log_fd(::open("log", O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+  const int spawner_log_fd = log_fd.get();
+  Logger spawner_log = log_fd ? Logger::ToFd(std::move(log_fd), "hull-spawner") : Logger::Null();
+  SpawnCheck check = [policy = std::move(policy), spawner_log](const SpawnOptions& options) {
+    Status allowed = CheckSpawn(policy, options);
+    if (!allowed.ok()) spawner_log.Error("{}", allowed.ToString());
+    return allowed;
+  };
+  HULL_ASSIGN_OR_RETURN(
+      std::unique_ptr<SpawnerClient> spawner,
+      SpawnerClient::Start(std::move(entries), {spawner_log_fd}, std::move(check)));
+  // tools/seccomp-calls --log: measuring the allow-list, never for use.
+  const char* measuring = std::getenv("HULL_SECCOMP_LOG");
+  const bool log_unlisted = measuring != nullptr && std::string_view(measuring) == "1";
+  if (log_unlisted) {
+    log.Warn(
+        "confine: HULL_SECCOMP_LOG=1: syscalls outside the allow-list are let through and "
+        "logged by the kernel");
+  }
+  HULL_RETURN_IF_ERROR(ConfineServer(log_unlisted));
   std::string caps;
   for (const std::string& name : ConfinedCapabilityNames())
     caps += (caps.empty() ? "" : ",") + name;
-  log.Info("confined: spawner pid {}, capabilities {}, NoNewPrivs, seccomp filter", spawner->pid(),
-           caps);
+  log.Info("confined: spawner pid {}, capabilities {}, NoNewPrivs, seccomp allow-list",
+           spawner->pid(), caps);
   return spawner;
 }
 
@@ -101,9 +133,14 @@ int RunServer(const ServerArgs& args) {
     log.Info("server settings from {}: confine = {}", loaded->origin,
              server_config.security.confine);
   }
+  if (!server_config.security.confine && !server_config.security.logging_binaries.empty()) {
+    log.Warn(
+        "security.logging_binaries is not applied: the server runs unconfined "
+        "(security.confine = false), and starts any binary:// logger");
+  }
   std::unique_ptr<SpawnerClient> spawner;
   if (server_config.security.confine) {
-    auto confined = StartConfined(log);
+    auto confined = StartConfined(server_config, args.ns, log);
     if (!confined) {
       log.Error("{}", confined.error().ToString());
       return 1;

@@ -22,6 +22,12 @@ std::string InternalPidFile(const std::string& pid_file) {
 }
 
 Argv ArgvBuilder::Base(const char* command) const {
+  Argv argv = GlobalFlags();
+  argv.emplace_back(command);
+  return argv;
+}
+
+Argv ArgvBuilder::GlobalFlags() const {
   Argv argv{config_.binary};
   AddValueIf(argv, "--root", config_.root);
   if (!config_.log_path.empty()) {
@@ -34,7 +40,6 @@ Argv ArgvBuilder::Base(const char* command) const {
   }
   for (std::string_view flag : flavour_.global_flags) argv.emplace_back(flag);
   for (const auto& [key, value] : config_.runtime_flags) argv.push_back("--" + key + "=" + value);
-  argv.emplace_back(command);
   return argv;
 }
 

@@ -84,11 +84,15 @@ class ArgvBuilder {
   // `<runtime> --version`.
   Argv Version() const;
 
+  // The binary and its global flags: what every call but features,
+  // --version and the checkpoint probe starts with.
+  Argv GlobalFlags() const;
+
   const RuntimeConfig& config() const { return config_; }
   const Flavour& flavour() const { return flavour_; }
 
  private:
-  // binary + global flags + `command`.
+  // GlobalFlags() + `command`.
   Argv Base(const char* command) const;
 
   const Flavour& flavour_;

@@ -77,16 +77,29 @@ Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
                                              const RuntimeOptions& options, const std::string& ns,
                                              const Logger& log) {
   if (IsVm(options)) {
+    // The server wires the pod's network (netlink) and share (a bind mount)
+    // itself and its spawner has no rule for QEMU (docs/security.md, "Not
+    // done"): refused here, before a VM boots, with the reason.
+    if (reaper.spawner() != nullptr) {
+      return FailedPreconditionError(
+          "the vm backend cannot run in a confined server yet ([security] confine = true; "
+          "docs/security.md, \"Not done\")");
+    }
     return std::unique_ptr<Backend>(
         std::make_unique<vm::VmBackend>(loop, reaper, options, SelfExe(), log));
   }
+  HULL_ASSIGN_OR_RETURN(ArgvBuilder argv, PodArgvBuilder(options, ns));
+  return std::unique_ptr<Backend>(
+      std::make_unique<oci_cli::OciCliBackend>(loop, reaper, std::move(argv)));
+}
+
+Result<ArgvBuilder> PodArgvBuilder(const RuntimeOptions& options, const std::string& ns) {
   HULL_ASSIGN_OR_RETURN(std::string binary, ResolveBinary(options.binary_name));
   // The pod's config: each container's calls log to its own bundle.
   oci_cli::RuntimeConfig config = MakeRuntimeConfig(options, ns, /*bundle=*/"");
   // Run the binary that was checked; the root keeps the configured name.
   config.binary = std::move(binary);
-  return std::unique_ptr<Backend>(std::make_unique<oci_cli::OciCliBackend>(
-      loop, reaper, ArgvBuilder(FlavourFor(options.binary_name), std::move(config))));
+  return ArgvBuilder(FlavourFor(options.binary_name), std::move(config));
 }
 
 BackendFactory DefaultBackendFactory(EventLoop& loop, Reaper& reaper, std::string ns, Logger log) {

@@ -54,6 +54,11 @@ Status ForceDelete(const RuntimeOptions& options, const std::string& ns, const s
 // means /run/containerd/<basename of binary>.
 std::string RuntimeRoot(const RuntimeOptions& options, const std::string& ns);
 
+// The argv builder of an OCI CLI runtime pod (not vm): the binary resolved
+// in PATH, no --log (each container's calls log to its own bundle).
+Result<runtime::oci_cli::ArgvBuilder> PodArgvBuilder(const RuntimeOptions& options,
+                                                     const std::string& ns);
+
 // The OCI CLI runtime config for one container of `bundle`.
 runtime::oci_cli::RuntimeConfig MakeRuntimeConfig(const RuntimeOptions& options,
                                                   const std::string& ns, const std::string& bundle);

@@ -71,6 +71,9 @@ struct SecurityOptions {
   // Fork a privileged spawner, then drop the server's capabilities, set
   // NoNewPrivs and install its seccomp filter.
   bool confine = false;
+  // The binary:// logging binaries a confined server's spawner starts
+  // (absolute paths); any other is refused.
+  std::vector<std::string> logging_binaries;
   friend bool operator==(const SecurityOptions&, const SecurityOptions&) = default;
 };
 

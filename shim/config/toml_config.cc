@@ -220,12 +220,30 @@ toml::table TtrpcTable(const TtrpcLimits& limits) {
 Status ApplySecurity(const toml::table& table, std::string_view origin, SecurityOptions& security) {
   for (auto&& [name, node] : table) {
     std::string_view key = name.str();
-    if (key != "confine") {
+    if (key == "confine") {
+      HULL_RETURN_IF_ERROR(Assign(GetBool(node, origin, key), security.confine));
+      continue;
+    }
+    if (key != "logging_binaries") {
       return Invalid(origin, node, "unknown key \"security." + std::string(key) + "\"");
     }
-    HULL_RETURN_IF_ERROR(Assign(GetBool(node, origin, key), security.confine));
+    const toml::array* paths = node.as_array();
+    if (paths == nullptr) return Invalid(origin, node, "logging_binaries: expected an array");
+    std::vector<std::string> binaries;
+    for (const toml::node& path : *paths) {
+      HULL_ASSIGN_OR_RETURN(std::string binary, GetPath(path, origin, "logging_binaries"));
+      if (binary.empty()) return Invalid(origin, path, "logging_binaries: empty path");
+      binaries.push_back(std::move(binary));
+    }
+    security.logging_binaries = std::move(binaries);
   }
   return Status::Ok();
+}
+
+toml::table SecurityTable(const SecurityOptions& security) {
+  toml::array binaries;
+  for (const std::string& binary : security.logging_binaries) binaries.push_back(binary);
+  return toml::table{{"confine", security.confine}, {"logging_binaries", std::move(binaries)}};
 }
 
 // Bounds of the [sizing] numbers: far above any real machine, low enough
@@ -540,7 +558,7 @@ std::string ToToml(const ShimConfig& config) {
       {"sizing", SizingTable(config.sizing)},
       {"ttrpc", TtrpcTable(config.ttrpc)},
       {"vm", VmTable(rt.vm)},
-      {"security", toml::table{{"confine", config.security.confine}}},
+      {"security", SecurityTable(config.security)},
   };
   toml::table flags;
   for (const auto& [key, value] : rt.runtime_flags) flags.insert(key, value);

@@ -1,7 +1,8 @@
 // Confine: what `[security] confine = true` does to the server once its
 // spawner is forked (docs/security.md). Drops every capability but the few
-// the server still uses itself, sets NoNewPrivs and installs a seccomp
-// filter. Irreversible; called once, single-threaded, before the loop.
+// the server still uses itself, sets NoNewPrivs, names the process
+// `hull-confined` and installs a seccomp allow-list. Irreversible; called
+// once, single-threaded, before the loop.
 #pragma once
 
 #include <string>
@@ -15,7 +16,9 @@ namespace hull::shim {
 std::vector<std::string> ConfinedCapabilityNames();
 
 // Confines the calling process. Fails with the step that failed; a failed
-// step leaves the steps before it in force.
-Status ConfineServer();
+// step leaves the steps before it in force. `log_unlisted` (measuring only,
+// HULL_SECCOMP_LOG=1): syscalls outside the allow-list are let through and
+// logged by the kernel instead of refused.
+Status ConfineServer(bool log_unlisted = false);
 
 }  // namespace hull::shim

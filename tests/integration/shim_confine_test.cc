@@ -17,9 +17,9 @@ class HullConfinedTest : public HullCtrTest {
   bool Confined() const override { return true; }
 };
 
-// CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_KILL, CAP_SYS_ADMIN
-// (shim/security/confine.cc).
-constexpr uint64_t kServerCaps = (1u << 0) | (1u << 1) | (1u << 3) | (1u << 5) | (1u << 21);
+// CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_KILL (shim/security/confine.cc):
+// no CAP_SYS_ADMIN, rootfs mounts are the spawner's.
+constexpr uint64_t kServerCaps = (1u << 0) | (1u << 1) | (1u << 3) | (1u << 5);
 constexpr int kCapNetAdmin = 12;
 
 // containerd 1.6's default capabilities for a container (ctr's spec).
@@ -142,6 +142,35 @@ TEST_P(HullConfinedTest, ContainerWithASeccompProfileHasIt) {
   CommandResult r = Run({"--rm", "--seccomp"}, "t1", {"cat", "/proc/self/status"});
   ASSERT_TRUE(r.ok()) << r.Describe();
   EXPECT_EQ(Field(r.out, "Seccomp"), "2") << r.out;
+}
+
+// The spawner starts only what the configuration names (docs/security.md,
+// "The spawner as a boundary"). A logging binary that [security]
+// logging_binaries does not list is refused; the spawner itself writes the
+// refusal to the shim's log, and the rootfs (mounted, by the spawner, before
+// stdio) is unmounted again. The one the list names ($DIR/logger.sh) runs.
+TEST_P(HullConfinedTest, SpawnerStartsOnlyTheLoggersTheConfigurationNames) {
+  CommandResult r = Run({"--rm", "--log-uri", "binary:///bin/sh"}, "t1", {"echo", "refused"});
+  EXPECT_FALSE(r.ok()) << r.Describe();
+  std::ifstream in(containerd_->log_path());
+  std::string log((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(log.find("spawner refused \"/bin/sh\""), std::string::npos) << containerd_->LogTail(40);
+  EXPECT_EQ(MountsUnder(containerd_->state()), std::vector<std::string>{});
+  Ctr({"task", "rm", "-f", "t1"});
+  Ctr({"container", "rm", "t1"});
+
+  const std::string logger = containerd_->dir() + "/logger.sh";
+  const std::string out = containerd_->dir() + "/binary.log";
+  std::ofstream(logger) << "#!/bin/sh\nexec 5>&-\ncat <&3 > " << out << "\n";
+  fs::permissions(logger, fs::perms::owner_all);
+  r = Run({"--rm", "--log-uri", "binary://" + logger}, "t2", {"echo", "via-logger"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        std::ifstream f(out);
+        return std::string((std::istreambuf_iterator<char>(f)), {}) == "via-logger\n";
+      },
+      10s));
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, HullConfinedTest, ::testing::Values("runc", "crun", "runsc"));

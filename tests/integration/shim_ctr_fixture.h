@@ -92,7 +92,7 @@ class HullCtrTest : public ::testing::TestWithParam<std::string> {
       GTEST_SKIP() << reason;
     }
     ContainerdOptions options;
-    if (Confined()) options.hull_server_config = "[security]\nconfine = true\n";
+    if (Confined()) options.hull_server_config = kConfinedServerConfig;
     if (OnContainerd2()) {
       std::string why_not;
       options.containerd_dir = Containerd2Dir(&why_not);

@@ -133,7 +133,11 @@ bool PrivateContainerd::Launch(std::string* error) {
   std::string server_config = options_.hull_server_config;
   const char* confine = std::getenv("HULL_TEST_CONFINE");
   if (server_config.empty() && confine != nullptr && std::string_view(confine) == "1") {
-    server_config = "[security]\nconfine = true\n";
+    server_config = kConfinedServerConfig;
+  }
+  for (size_t at = server_config.find("$DIR"); at != std::string::npos;
+       at = server_config.find("$DIR", at + dir_.size())) {
+    server_config.replace(at, 4, dir_);
   }
   if (!server_config.empty()) {
     const std::string hull_config = dir_ + "/hull-server.toml";

@@ -26,6 +26,11 @@ namespace internal {
 class SharedHostDirs;
 }
 
+// Confined servers ([security], docs/security.md) whose spawner starts one
+// logging binary: $DIR/logger.sh, where tests that use one put it.
+inline constexpr const char* kConfinedServerConfig =
+    "[security]\nconfine = true\nlogging_binaries = [\"$DIR/logger.sh\"]\n";
+
 struct ContainerdOptions {
   // Loads the CRI plugin (with the pod network, see docs/testing.md).
   bool enable_cri = false;
@@ -54,9 +59,10 @@ struct ContainerdOptions {
   std::string containerd_dir;
   // Non-empty: written to <dir>/hull-server.toml, which containerd's
   // environment names as HULL_CONFIG, so hull's servers read it at start
-  // (the [ttrpc] and [security] sections). Left empty, and with
-  // HULL_TEST_CONFINE=1 in the test's environment, it is
-  // "[security] confine = true": any suite runs with confined servers.
+  // (the [ttrpc] and [security] sections); "$DIR" in it is the daemon's
+  // directory. Left empty, and with HULL_TEST_CONFINE=1 in the test's
+  // environment, it is kConfinedServerConfig: any suite runs with confined
+  // servers.
   std::string hull_server_config;
   // How long Start/Restart wait for the daemon to answer.
   std::chrono::milliseconds start_timeout = std::chrono::seconds(30);

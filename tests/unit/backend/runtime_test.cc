@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "base/spawn.h"
+#include "base/spawner.h"
 #include "google/protobuf/any.pb.h"
 #include "io/containerd/cgroups/v1/metrics.pb.h"
 #include "io/containerd/cgroups/v2/metrics.pb.h"
@@ -580,6 +581,26 @@ TEST(MakeBackendTest, UnknownBinaryIsNamed) {
   auto empty = MakeBackend(**loop, **reaper, RuntimeOptions{.binary_name = ""}, "default");
   ASSERT_FALSE(empty.has_value());
   EXPECT_EQ(empty.error().code(), Code::kInvalidArgument);
+}
+
+// A confined server (its Reaper starts children through a spawner) refuses
+// the vm backend up front, before any VM boots (docs/security.md, "Not
+// done"); an unconfined one makes it.
+TEST(MakeBackendTest, AConfinedServerRefusesTheVmBackend) {
+  auto loop = EventLoop::Create();
+  ASSERT_TRUE(loop.has_value());
+  auto spawner = SpawnerClient::Start({});
+  ASSERT_TRUE(spawner.has_value());
+  auto confined = Reaper::CreateWithSpawner(**loop, **spawner, [](const Status&) {});
+  ASSERT_TRUE(confined.has_value());
+  auto backend = MakeBackend(**loop, **confined, RuntimeOptions{.binary_name = "vm"}, "default");
+  ASSERT_FALSE(backend.has_value());
+  EXPECT_EQ(backend.error().code(), Code::kFailedPrecondition);
+  confined->reset();
+  auto reaper = Reaper::Create(**loop);
+  ASSERT_TRUE(reaper.has_value());
+  EXPECT_TRUE(
+      MakeBackend(**loop, **reaper, RuntimeOptions{.binary_name = "vm"}, "default").has_value());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <optional>
 
 #include "base/command.h"
@@ -134,6 +135,30 @@ TEST_F(SpawnerTest, ManyExitsArriveEachOnce) {
       [&] { return std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }); },
       milliseconds(20000)));
   EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), kCount);
+}
+
+// A spawner with a check: what it refuses gets the check's error back and
+// is never started (the child would have written the marker file).
+TEST(SpawnerCheckTest, ARefusedSpawnStartsNothing) {
+  char dir[] = "/tmp/hull-spawner-check-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string marker = std::string(dir) + "/ran";
+  SpawnCheck check = [](const SpawnOptions& options) {
+    return options.argv[0] == "/bin/true" ? Status::Ok() : PermissionDeniedError("not /bin/true");
+  };
+  auto spawner = SpawnerClient::Start({}, {}, check);
+  ASSERT_TRUE(spawner.has_value()) << spawner.error().ToString();
+  Result<pid_t> refused = (*spawner)->Spawn({.argv = {"/bin/sh", "-c", "touch " + marker}});
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code(), Code::kPermissionDenied);
+  Result<pid_t> allowed = (*spawner)->Spawn({.argv = {"/bin/true"}});
+  ASSERT_TRUE(allowed.has_value()) << allowed.error().ToString();
+  pid_t pid = (*spawner)->pid();
+  spawner->reset();
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -76,6 +76,7 @@ partial_frame_timeout_ms = 0
 
 [security]
 confine = true
+logging_binaries = ["/usr/local/bin/nerdctl", "/opt/log/bin/fluent"]
 )";
 
 ShimConfig EveryKey() {
@@ -117,6 +118,7 @@ ShimConfig EveryKey() {
   c.runtime.vm.template_cache_mib = 512;
   c.runtime.vm.memory_headroom_mib = 128;
   c.security.confine = true;
+  c.security.logging_binaries = {"/usr/local/bin/nerdctl", "/opt/log/bin/fluent"};
   return c;
 }
 
@@ -186,6 +188,19 @@ TEST_F(ConfigTest, SecurityConfineIsABoolOffByDefault) {
     EXPECT_EQ(ApplyToml(bad, "test", c).code(), Code::kInvalidArgument) << bad;
   }
   EXPECT_TRUE(c.security.confine);
+}
+
+TEST_F(ConfigTest, LoggingBinariesAreAbsolutePaths) {
+  ShimConfig c;
+  EXPECT_TRUE(c.security.logging_binaries.empty());
+  ASSERT_TRUE(ApplyToml("[security]\nlogging_binaries = [\"/bin/a\", \"/bin/b\"]\n", "t", c).ok());
+  EXPECT_EQ(c.security.logging_binaries, (std::vector<std::string>{"/bin/a", "/bin/b"}));
+  for (const char* bad :
+       {"[security]\nlogging_binaries = \"/bin/a\"\n", "[security]\nlogging_binaries = [\"a\"]\n",
+        "[security]\nlogging_binaries = [\"\"]\n", "[security]\nlogging_binaries = [1]\n"}) {
+    EXPECT_EQ(ApplyToml(bad, "t", c).code(), Code::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(c.security.logging_binaries, (std::vector<std::string>{"/bin/a", "/bin/b"}));
 }
 
 // Found by tests/fuzz/config_fuzzer: toml++ reaches __builtin_unreachable on

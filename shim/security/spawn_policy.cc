@@ -1,0 +1,118 @@
+#include "shim/security/spawn_policy.h"
+
+#include <set>
+#include <string_view>
+
+#include "shim/backend/make_backend.h"
+#include "shim/mount/spawner_mounts.h"
+
+namespace hull::shim {
+namespace {
+
+using runtime::oci_cli::Argv;
+using runtime::oci_cli::ArgvBuilder;
+
+// Every command ArgvBuilder makes for the backend (not `run`: hull never
+// asks a runtime to create and start in one call).
+const std::set<std::string_view> kRuntimeCommands = {
+    "create", "start",  "restore", "exec", "kill",   "delete", "pause",
+    "resume", "update", "ps",      "wait", "events", "list",   "checkpoint"};
+
+Status Refused(const Argv& argv, std::string_view why) {
+  std::string call;
+  for (const std::string& arg : argv) {
+    if (call.size() > 200) {
+      call += " ...";
+      break;
+    }
+    call += (call.empty() ? "" : " ") + arg;
+  }
+  return PermissionDeniedError("spawner refused \"" + call + "\": " + std::string(why));
+}
+
+// The value after `flag` in `argv` from `from` on, or nullptr.
+const std::string* ValueOf(const Argv& argv, size_t from, std::string_view flag) {
+  for (size_t i = from; i + 1 < argv.size(); ++i) {
+    if (argv[i] == flag) return &argv[i + 1];
+  }
+  return nullptr;
+}
+
+Status CheckRuntimeCall(const SpawnPolicy& policy, const SpawnOptions& options) {
+  const Argv& argv = options.argv;
+  if (options.env.has_value() || !options.cwd.empty()) {
+    return Refused(argv, "a runtime call takes the spawner's environment and directory");
+  }
+  // The pod's global flags, with this container's own --log when there is
+  // one (calls that read no log have none).
+  runtime::oci_cli::RuntimeConfig config = policy.runtime->config();
+  config.log_path.clear();
+  const std::string* log = ValueOf(argv, 1, "--log");
+  if (log != nullptr) {
+    if (!InBundleDirs(policy.bundles, *log, "log.json")) {
+      return Refused(argv, "--log is not a bundle's log.json");
+    }
+    config.log_path = *log;
+  }
+  const Argv prefix = ArgvBuilder(policy.runtime->flavour(), config).GlobalFlags();
+  if (argv.size() <= prefix.size() || !std::equal(prefix.begin(), prefix.end(), argv.begin())) {
+    return Refused(argv, "not the configured runtime's binary and global flags");
+  }
+  const std::string& command = argv[prefix.size()];
+  if (!kRuntimeCommands.contains(command)) return Refused(argv, "not a command hull uses");
+  if (command == "create" || command == "restore") {
+    const std::string* bundle = ValueOf(argv, prefix.size(), "--bundle");
+    if (bundle == nullptr || !InBundleDirs(policy.bundles, *bundle, "")) {
+      return Refused(argv, "the bundle is not one of this namespace's");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckLogger(const SpawnOptions& options) {
+  const Argv& argv = options.argv;
+  if (!options.cwd.empty() || !options.env.has_value() || options.env->size() != 2 ||
+      !(*options.env)[0].starts_with("CONTAINER_ID=") ||
+      !(*options.env)[1].starts_with("CONTAINER_NAMESPACE=")) {
+    return Refused(argv, "a logging binary gets only CONTAINER_ID and CONTAINER_NAMESPACE");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+SpawnPolicy MakeSpawnPolicy(const ShimConfig& config, const std::string& ns,
+                            const std::vector<std::string>& bundles) {
+  SpawnPolicy policy{.bundles = bundles, .logging_binaries = config.security.logging_binaries};
+  if (config.runtime.binary_name != "vm") {
+    Result<ArgvBuilder> argv = PodArgvBuilder(config.runtime, ns);
+    if (argv) {
+      policy.runtime.emplace(std::move(*argv));
+    } else {
+      policy.runtime_error = argv.error();
+    }
+  }
+  return policy;
+}
+
+Status CheckSpawn(const SpawnPolicy& policy, const SpawnOptions& options) {
+  const Argv& argv = options.argv;
+  if (argv.empty()) return InvalidArgumentError("spawn: empty argv");
+  for (const std::string& logger : policy.logging_binaries) {
+    if (argv[0] == logger) return CheckLogger(options);
+  }
+  if (policy.runtime) {
+    const ArgvBuilder& runtime = *policy.runtime;
+    for (const Argv& probe :
+         {runtime.Features(), runtime.Version(), runtime.CheckpointProbe(), runtime.CriuCheck()}) {
+      if (argv == probe)
+        return options.env.has_value() ? Refused(argv, "own environment") : Status::Ok();
+    }
+    if (argv[0] == runtime.config().binary) return CheckRuntimeCall(policy, options);
+  }
+  return Refused(argv,
+                 "the configuration names no such program (the pod's runtime, "
+                 "[security] logging_binaries)");
+}
+
+}  // namespace hull::shim
