@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -601,6 +602,9 @@ TEST(MakeBackendTest, AConfinedServerRefusesTheVmBackend) {
   ASSERT_TRUE(reaper.has_value());
   EXPECT_TRUE(
       MakeBackend(**loop, **reaper, RuntimeOptions{.binary_name = "vm"}, "default").has_value());
+  pid_t pid = (*spawner)->pid();
+  spawner->reset();  // EOF: the spawner exits
+  EXPECT_EQ(::waitpid(pid, nullptr, 0), pid);
 }
 
 }  // namespace

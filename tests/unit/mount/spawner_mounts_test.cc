@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -67,7 +68,11 @@ class SpawnerMountsTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    spawner_.reset();
+    if (spawner_) {
+      pid_t pid = spawner_->pid();
+      spawner_.reset();  // EOF: the spawner exits
+      ::waitpid(pid, nullptr, 0);
+    }
     if (root_.empty()) return;
     ::umount2((bundles_ / "c1" / "rootfs").c_str(), MNT_DETACH);
     ::umount2(root_.c_str(), MNT_DETACH);
