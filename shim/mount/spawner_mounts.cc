@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 
 #include "base/spawner_wire.h"
@@ -60,6 +61,8 @@ Result<pid_t> MountEntry(const std::vector<std::string>& bundles, std::string_vi
   return 0;
 }
 
+// Checked again at the unmount, where the path is now, not taken from the
+// mount: the server can rename a bundle and put a symlink in its place.
 Result<pid_t> UnmountEntry(const std::vector<std::string>& bundles, std::string_view payload) {
   Reader r(payload);
   std::string target;
@@ -68,6 +71,20 @@ Result<pid_t> UnmountEntry(const std::vector<std::string>& bundles, std::string_
   HULL_ASSIGN_OR_RETURN(std::string real, RootfsTarget(bundles, target));
   HULL_RETURN_IF_ERROR(UnmountAll(real));
   return 0;
+}
+
+// `dir` where it really is, when that is a directory right below one of
+// `bundles`. A symlink on the way (a bundle named for a host directory)
+// must not lead out of them.
+std::optional<std::filesystem::path> RealBundle(const std::vector<std::string>& bundles,
+                                                const std::filesystem::path& dir) {
+  char real[PATH_MAX];
+  if (::realpath(dir.c_str(), real) == nullptr) return std::nullopt;
+  const std::filesystem::path path(real);
+  for (const std::string& bundle_dir : bundles) {
+    if (path.parent_path() == std::filesystem::path(bundle_dir)) return path;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -93,22 +110,13 @@ std::vector<std::string> BundleDirs(const std::string& server_bundle) {
 
 bool InBundleDirs(const std::vector<std::string>& bundles, const std::string& path,
                   std::string_view name) {
-  namespace fs = std::filesystem;
-  fs::path p(path);
+  std::filesystem::path p(path);
   if (!p.is_absolute()) return false;
   if (!name.empty()) {
     if (p.filename() != name) return false;
     p = p.parent_path();
   }
-  // The bundle is taken where it really is: a symlink on the way (a bundle
-  // named for a host directory) must not lead out of `bundles`.
-  char real[PATH_MAX];
-  if (::realpath(p.c_str(), real) == nullptr) return false;
-  const fs::path parent = fs::path(real).parent_path();
-  for (const std::string& dir : bundles) {
-    if (parent == fs::path(dir)) return true;
-  }
-  return false;
+  return RealBundle(bundles, p).has_value();
 }
 
 Result<std::string> RootfsTarget(const std::vector<std::string>& bundles,
@@ -120,12 +128,13 @@ Result<std::string> RootfsTarget(const std::vector<std::string>& bundles,
     return PermissionDeniedError("mount target " + target + " refused: " + std::string(why) +
                                  " (only the rootfs of a bundle in " + dirs + ")");
   };
-  if (!InBundleDirs(bundles, target, "rootfs")) return refused("not a rootfs of the pod's bundles");
-  char real[PATH_MAX];
-  if (::realpath(fs::path(target).parent_path().c_str(), real) == nullptr) {
-    return ErrnoError("realpath", fs::path(target).parent_path().string());
+  const fs::path path(target);
+  std::optional<fs::path> bundle;
+  if (path.is_absolute() && path.filename() == "rootfs") {
+    bundle = RealBundle(bundles, path.parent_path());
   }
-  const fs::path rootfs = fs::path(real) / "rootfs";
+  if (!bundle) return refused("not a rootfs of the pod's bundles");
+  const fs::path rootfs = *bundle / "rootfs";
   std::error_code ec;
   if (fs::is_symlink(rootfs, ec)) return refused("it is a symlink");
   return rootfs.string();

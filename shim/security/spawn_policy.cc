@@ -1,5 +1,6 @@
 #include "shim/security/spawn_policy.h"
 
+#include <algorithm>
 #include <set>
 #include <string_view>
 
@@ -30,9 +31,9 @@ Status Refused(const Argv& argv, std::string_view why) {
   return PermissionDeniedError("spawner refused \"" + call + "\": " + std::string(why));
 }
 
-// The value after `flag` in `argv` from `from` on, or nullptr.
-const std::string* ValueOf(const Argv& argv, size_t from, std::string_view flag) {
-  for (size_t i = from; i + 1 < argv.size(); ++i) {
+// The value after `flag` in `argv[from, to)`, or nullptr.
+const std::string* ValueOf(const Argv& argv, size_t from, size_t to, std::string_view flag) {
+  for (size_t i = from; i + 1 < std::min(to, argv.size()); ++i) {
     if (argv[i] == flag) return &argv[i + 1];
   }
   return nullptr;
@@ -45,9 +46,13 @@ Status CheckRuntimeCall(const SpawnPolicy& policy, const SpawnOptions& options) 
   }
   // The pod's global flags, with this container's own --log when there is
   // one (calls that read no log have none).
+  // --log is looked for among the global flags only (their count with a
+  // log), not in the command's own arguments.
   runtime::oci_cli::RuntimeConfig config = policy.runtime->config();
+  config.log_path = "log.json";
+  const size_t global_end = ArgvBuilder(policy.runtime->flavour(), config).GlobalFlags().size();
   config.log_path.clear();
-  const std::string* log = ValueOf(argv, 1, "--log");
+  const std::string* log = ValueOf(argv, 1, global_end, "--log");
   if (log != nullptr) {
     if (!InBundleDirs(policy.bundles, *log, "log.json")) {
       return Refused(argv, "--log is not a bundle's log.json");
@@ -61,7 +66,7 @@ Status CheckRuntimeCall(const SpawnPolicy& policy, const SpawnOptions& options) 
   const std::string& command = argv[prefix.size()];
   if (!kRuntimeCommands.contains(command)) return Refused(argv, "not a command hull uses");
   if (command == "create" || command == "restore") {
-    const std::string* bundle = ValueOf(argv, prefix.size(), "--bundle");
+    const std::string* bundle = ValueOf(argv, prefix.size(), argv.size(), "--bundle");
     if (bundle == nullptr || !InBundleDirs(policy.bundles, *bundle, "")) {
       return Refused(argv, "the bundle is not one of this namespace's");
     }
