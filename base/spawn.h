@@ -16,6 +16,20 @@
 
 namespace hull {
 
+// Confinement the child takes on before exec (docs/security.md, "QEMU's
+// jail"). Needs CAP_SYS_ADMIN and CAP_SETPCAP in the caller.
+struct SpawnJail {
+  // The child gets a mount namespace of its own in which every mount is a
+  // slave of the caller's (a mount made later under a shared mount of the
+  // caller's still reaches the child), and each of these directories is
+  // covered by an empty read-only tmpfs.
+  std::vector<std::string> hide;
+  // The only capabilities the child keeps (bit n: capability n): its
+  // bounding, permitted, effective and inheritable sets are cut to these,
+  // and it gets NoNewPrivs.
+  uint64_t capabilities = 0;
+};
+
 struct SpawnOptions {
   // argv[0] is the program: a path, or a name looked up in PATH.
   std::vector<std::string> argv;
@@ -31,6 +45,7 @@ struct SpawnOptions {
   // Signal the child gets when hull dies (PR_SET_PDEATHSIG), e.g. SIGKILL for
   // runtime CLI calls.
   int parent_death_signal = 0;
+  std::optional<SpawnJail> jail;
 };
 
 // Forks and execs. Returns the pid, or the exec error (reported through a

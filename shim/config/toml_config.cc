@@ -393,6 +393,8 @@ Status ApplyVm(const toml::table& table, std::string_view origin, VmOptions& vm)
       applied = Assign(GetUint32InRange(node, origin, key, 0, kMaxTbSizeMib), vm.tcg_tb_size_mib);
     } else if (key == "templates") {
       applied = Assign(GetBool(node, origin, key), vm.templates);
+    } else if (key == "jail") {
+      applied = Assign(GetBool(node, origin, key), vm.jail);
     } else if (key == "template_cache_mib") {
       applied = Assign(GetUint32InRange(node, origin, key, 0, kMaxTemplateCacheMib),
                        vm.template_cache_mib);
@@ -419,6 +421,7 @@ toml::table VmTable(const VmOptions& vm) {
       {"agent_timeout_ms", static_cast<int64_t>(vm.agent_timeout_ms)},
       {"tcg_tb_size_mib", static_cast<int64_t>(vm.tcg_tb_size_mib)},
       {"templates", vm.templates},
+      {"jail", vm.jail},
       {"template_cache_mib", static_cast<int64_t>(vm.template_cache_mib)},
       {"memory_headroom_mib", static_cast<int64_t>(vm.memory_headroom_mib)},
   };

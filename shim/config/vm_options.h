@@ -40,6 +40,11 @@ struct VmOptions {
   // until a resize raises it. 0: the VM is the pod's size, and a resize can
   // only lower it.
   uint32_t memory_headroom_mib = 0;
+  // QEMU runs jailed (docs/security.md, "QEMU's jail"): QEMU's own seccomp
+  // sandbox, NoNewPrivs, only the capabilities its 9p export needs, and a
+  // mount namespace without the host's /etc, /home and /root. false: for
+  // debugging.
+  bool jail = true;
   friend bool operator==(const VmOptions&, const VmOptions&) = default;
 };
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "base/mountinfo.h"
 #include "base/unique_fd.h"
 #include "oci/spec.h"
 #include "shim/backend/vm/qemu_command.h"
@@ -158,6 +159,22 @@ Status PodShare::RemoveContainer(const std::string& id) {
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   if (ec) return InternalError("remove " + dir + ": " + ec.message());
+  return Status::Ok();
+}
+
+Status PodShare::MakeShared() {
+  HULL_ASSIGN_OR_RETURN(std::vector<MountInfo> table, ReadMountInfo());
+  for (const MountInfo& m : table) {
+    if (m.mount_point == dir_) return Status::Ok();
+  }
+  if (::mount(dir_.c_str(), dir_.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    return ErrnoError("bind-mount the share on itself:", dir_);
+  }
+  if (::mount(nullptr, dir_.c_str(), nullptr, MS_SHARED, nullptr) != 0) {
+    Status shared = ErrnoError("make shared:", dir_);
+    ::umount2(dir_.c_str(), MNT_DETACH);
+    return shared;
+  }
   return Status::Ok();
 }
 

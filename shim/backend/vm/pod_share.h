@@ -44,6 +44,12 @@ class PodShare {
 
   const std::string& dir() const { return dir_; }
 
+  // Bind-mounts the share on itself with shared propagation, so that what
+  // AddContainer mounts in it later reaches a QEMU whose mount namespace
+  // is a slave of the host's (QemuJail). RemoveAll unmounts it. Once: a
+  // later call (a second boot attempt) finds it done.
+  Status MakeShared();
+
   // Makes `<share>/<id>/` with the container's rootfs (`host_rootfs`) and the
   // spec's bind sources mounted in; undoes it all on failure.
   Result<GuestContainer> AddContainer(const std::string& id, const std::string& host_rootfs,

@@ -1,8 +1,11 @@
 #include "shim/backend/vm/qemu_command.h"
 
+#include <linux/capability.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -209,10 +212,39 @@ std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& op
   // QEMU 7.2 takes x-ignore-shared only over QMP, so the stream is named
   // there too.
   if (ram.incoming) argv.insert(argv.end(), {"-incoming", "defer"});
+  // QEMU's own seccomp filter: no obsolete calls, no set*id, no fork or
+  // exec (templates migrate to and from descriptors hull opens), no
+  // scheduler or affinity changes.
+  if (options.jail) {
+    argv.insert(
+        argv.end(),
+        {"-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"});
+  }
   if (microvm) {
     argv.insert(argv.begin() + 3, {"-global", "virtio-mmio.force-legacy=false"});
   }
   return argv;
+}
+
+std::optional<SpawnJail> QemuJail(const VmOptions& options,
+                                  const std::vector<std::string>& needed) {
+  if (!options.jail) return std::nullopt;
+  SpawnJail jail;
+  for (int cap : {CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID}) {
+    jail.capabilities |= uint64_t{1} << cap;
+  }
+  for (const char* dir : {"/etc", "/home", "/root"}) {
+    const std::filesystem::path hidden(dir);
+    bool holds = false;
+    for (const std::string& path : needed) {
+      const std::filesystem::path p = std::filesystem::path(path).lexically_normal();
+      auto [end, unused] = std::mismatch(hidden.begin(), hidden.end(), p.begin(), p.end());
+      if (end == hidden.end()) holds = true;
+    }
+    std::error_code ec;
+    if (!holds && std::filesystem::is_directory(hidden, ec)) jail.hide.push_back(dir);
+  }
+  return jail;
 }
 
 std::string HostTscKhz() {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/spawn.h"
 #include "base/status.h"
 #include "oci/spec.h"
 #include "shim/config/vm_options.h"
@@ -104,6 +105,15 @@ std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& op
                                   const std::string& tsc_khz,
                                   const std::optional<GuestNic>& nic = std::nullopt,
                                   const GuestRam& ram = {});
+
+// The jail of a QEMU of `options` (docs/security.md, "QEMU's jail"), or
+// none with `[vm] jail = false`: the capabilities QEMU's 9p export needs
+// as root (chown, DAC override and read search, fowner, fsetid) and
+// nothing else, NoNewPrivs, and a mount namespace in which /etc, /home and
+// /root are empty, but for a directory that holds one of `needed` (the
+// paths QEMU opens: its binary, the guest assets, the run directory, the
+// bundle), which stays. QemuArgv adds QEMU's own seccomp sandbox.
+std::optional<SpawnJail> QemuJail(const VmOptions& options, const std::vector<std::string>& needed);
 
 // The host's TSC rate in kHz from /proc/cpuinfo ("cpu MHz"), or "".
 std::string HostTscKhz();

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <vector>
+
+#include "base/spawner_wire.h"
 
 namespace hull::shim::vm {
 
@@ -33,7 +36,8 @@ QmpClient::~QmpClient() {
   *alive_ = false;
 }
 
-void QmpClient::Execute(const std::string& command, nlohmann::json arguments, Done done) {
+void QmpClient::Execute(const std::string& command, nlohmann::json arguments, Done done,
+                        int pass_fd) {
   if (!fd_) {
     std::weak_ptr<bool> alive = alive_;
     loop_.Post([alive, done = std::move(done)] {
@@ -45,10 +49,11 @@ void QmpClient::Execute(const std::string& command, nlohmann::json arguments, Do
   if (!arguments.empty()) request["arguments"] = std::move(arguments);
   std::string line = request.dump() + "\n";
   // A command is a few hundred bytes: the socket buffer takes it whole.
-  ssize_t n = ::send(fd_.get(), line.data(), line.size(), MSG_NOSIGNAL);
-  if (n != static_cast<ssize_t>(line.size())) {
+  Status sent = spawner_wire::SendMessage(
+      fd_.get(), line, pass_fd >= 0 ? std::vector<int>{pass_fd} : std::vector<int>{});
+  if (!sent.ok()) {
     waiting_.push_back(std::move(done));
-    return Fail(ErrnoError("QMP send", command));
+    return Fail(sent.WithContext("QMP send " + command));
   }
   waiting_.push_back(std::move(done));
 }

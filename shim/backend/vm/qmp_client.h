@@ -31,8 +31,9 @@ class QmpClient {
 
   // Sends {"execute": command, "arguments": arguments}; `done` gets its
   // "return" value, or an Internal error with QMP's "desc" (Unavailable if
-  // the connection ends first).
-  void Execute(const std::string& command, nlohmann::json arguments, Done done);
+  // the connection ends first). `pass_fd` (>= 0) goes along as SCM_RIGHTS,
+  // for `getfd`.
+  void Execute(const std::string& command, nlohmann::json arguments, Done done, int pass_fd = -1);
 
  private:
   QmpClient(EventLoop& loop, UniqueFd fd);

@@ -21,6 +21,12 @@ namespace hull::shim::vm {
 // fraction of a second; the agent timeout still bounds it).
 inline constexpr std::chrono::milliseconds kCloneTimeout{20'000};
 
+// A clone's QEMU reads the template's device state from this descriptor
+// (3 is the tap's); the template's QEMU writes it to the one it was given
+// over QMP under this name.
+inline constexpr int kCloneStateFd = 4;
+inline constexpr char kStateFdName[] = "template-state";
+
 // The first pod of a shape boots the template VM (its RAM in the build's
 // file, share=on), waits for its agent's Hello (nothing of any pod is in
 // the guest yet), stops it and saves its device state, then clones it.

@@ -158,6 +158,14 @@ void VmBackend::StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> c
   Status made = MakeDirs(paths.share_dir, 0700);
   if (!made.ok()) return FailBoot(boot, made);
   share_ = std::make_unique<PodShare>(paths.share_dir);
+  std::vector<std::string> needed = {boot->assets.qemu, boot->assets.kernel, boot->assets.initramfs,
+                                     run_dir_, bundle_};
+  if (clone) needed.push_back(boot->clone_of->dir);
+  std::optional<SpawnJail> jail = QemuJail(options_.vm, needed);
+  if (jail) {
+    Status shared = share_->MakeShared();
+    if (!shared.ok()) return FailBoot(boot, shared);
+  }
 
   UniqueFd log(
       ::open((run_dir_ + "/qemu.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
@@ -165,8 +173,10 @@ void VmBackend::StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> c
   Result<std::optional<PodNic>> nic = WireNetwork(boot->net, boot.get());
   if (!nic) return FailBoot(boot, nic.error());
   std::optional<GuestNic> guest_nic;
-  SpawnOptions spawn{
-      .argv = {}, .fds = {{1, log.get()}, {2, log.get()}}, .parent_death_signal = SIGKILL};
+  SpawnOptions spawn{.argv = {},
+                     .fds = {{1, log.get()}, {2, log.get()}},
+                     .parent_death_signal = SIGKILL,
+                     .jail = std::move(jail)};
   if (*nic) {
     guest_nic = GuestNic{.fd = 3, .mac = (*nic)->mac};
     spawn.fds.push_back({3, (*nic)->tap.get()});
@@ -179,6 +189,7 @@ void VmBackend::StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> c
   std::error_code no_console;  // none yet: the first attempt
   std::filesystem::resize_file(paths.console_log, 0, no_console);
   GuestRam ram;
+  UniqueFd clone_state;
   std::string tsc_khz = HostTscKhz();
   if (clone) {
     ram = GuestRam{.file = boot->clone_of->ram,
@@ -186,6 +197,9 @@ void VmBackend::StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> c
                    .incoming = true,
                    .qmp_socket = run_dir_ + "/qmp.sock"};
     tsc_khz = boot->clone_of->tsc_khz;
+    clone_state = UniqueFd(::open(boot->clone_of->state.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!clone_state) return FailBoot(boot, ErrnoError("open", boot->clone_of->state));
+    spawn.fds.push_back({kCloneStateFd, clone_state.get()});
     // The guest's NIC has the template's MAC: the agent gives it the pod's.
     for (auto& iface : *boot->network.mutable_interfaces()) {
       iface.set_guest_mac(boot->clone_of->mac);

@@ -90,7 +90,9 @@ void VmBackend::SpawnTemplate(std::shared_ptr<Boot> boot) {
   SpawnOptions spawn{.argv = QemuArgv(boot->assets, options_.vm, boot->vcpus, boot->memory_mib,
                                       paths, b.tsc_khz, nic, ram),
                      .fds = {{1, log.get()}, {2, log.get()}},
-                     .parent_death_signal = SIGKILL};
+                     .parent_death_signal = SIGKILL,
+                     .jail = QemuJail(options_.vm, {boot->assets.qemu, boot->assets.kernel,
+                                                    boot->assets.initramfs, build.dir})};
   Result<pid_t> pid = reaper_.Spawn(spawn);
   if (!pid) return TemplateFailed(boot, pid.error().WithContext("start the template's QEMU"));
   b.pid = template_pid_ = *pid;
@@ -165,8 +167,19 @@ void VmBackend::SaveTemplate(std::shared_ptr<Boot> boot) {
   b.qmp->Execute("migrate-set-capabilities", IgnoreShared(), [failed](Result<nlohmann::json> r) {
     if (!r) failed(r.error().WithContext("migrate-set-capabilities"));
   });
+  // The state goes to a descriptor of hull's (QMP getfd): a jailed QEMU
+  // can neither spawn `cat` nor open the file itself.
+  UniqueFd state(
+      ::open(b.build.state().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!state) return TemplateFailed(boot, ErrnoError("open", b.build.state()));
+  b.qmp->Execute(
+      "getfd", {{"fdname", kStateFdName}},
+      [failed](Result<nlohmann::json> r) {
+        if (!r) failed(r.error().WithContext("getfd"));
+      },
+      state.get());
   nlohmann::json uri = nlohmann::json::object();
-  uri["uri"] = "exec:cat > " + b.build.state();
+  uri["uri"] = std::string("fd:") + kStateFdName;
   b.qmp->Execute("migrate", uri, [this, alive, boot, failed](Result<nlohmann::json> r) {
     if (alive.expired() || !boot->builder) return;
     if (!r) return failed(r.error().WithContext("migrate"));
@@ -253,8 +266,9 @@ void VmBackend::RestoreClone(std::shared_ptr<Boot> boot) {
                      [failed](Result<nlohmann::json> r) {
                        if (!r) failed(r.error().WithContext("migrate-set-capabilities"));
                      });
+  // QEMU reads the state from the descriptor StartPodVm gave it.
   nlohmann::json uri = nlohmann::json::object();
-  uri["uri"] = "exec:cat " + boot->clone_of->state;
+  uri["uri"] = "fd:" + std::to_string(kCloneStateFd);
   boot->qmp->Execute(
       "migrate-incoming", uri,
       [this, alive, boot, failed, attempt = boot->attempt](Result<nlohmann::json> r) {

@@ -114,6 +114,25 @@ TEST(QemuArgvTest, TbSizeZeroIsQemusDefault) {
   EXPECT_EQ(After(argv, "-accel"), "tcg,thread=multi");
 }
 
+// [vm] jail (on by default): QEMU's own seccomp sandbox in the argv, and
+// the jail its spawn gets.
+TEST(QemuArgvTest, JailedUnlessTurnedOff) {
+  auto argv = QemuArgv(kAssets, VmOptions{}, 1, 256, kPaths, "");
+  EXPECT_EQ(After(argv, "-sandbox"),
+            "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
+  EXPECT_FALSE(Has(QemuArgv(kAssets, VmOptions{.jail = false}, 1, 256, kPaths, ""), "-sandbox"));
+  EXPECT_FALSE(QemuJail(VmOptions{.jail = false}, {}).has_value());
+
+  std::optional<SpawnJail> jail = QemuJail(VmOptions{}, {"/usr/bin/qemu", "/run/hull/vm/p"});
+  ASSERT_TRUE(jail.has_value());
+  EXPECT_EQ(jail->capabilities, 0x1fu);  // chown .. fsetid
+  EXPECT_EQ(jail->hide, (std::vector<std::string>{"/etc", "/home", "/root"}));
+  // A directory that holds a path QEMU opens stays (a checkout in /home).
+  jail = QemuJail(VmOptions{}, {"/home/me/hull/build/guest-image/vmlinux", "/root2/x"});
+  ASSERT_TRUE(jail.has_value());
+  EXPECT_EQ(jail->hide, (std::vector<std::string>{"/etc", "/root"}));
+}
+
 // A template and its clone differ only in the RAM backend's share, the
 // incoming state and their paths: the machine must be the same.
 TEST(QemuArgvTest, TemplateAndClone) {

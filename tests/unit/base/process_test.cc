@@ -82,6 +82,28 @@ TEST_F(ProcessTest, ChildGetsOnlyTheDescriptorsItIsGiven) {
   EXPECT_EQ(result->out, "0\n1\n2\n3\n5\n");
 }
 
+// SpawnJail (QEMU's, docs/security.md): the child has only the kept
+// capabilities in every set, NoNewPrivs, and its own mount namespace with
+// the hidden directories empty; the caller's is untouched.
+TEST_F(ProcessTest, JailedChildKeepsOnlyItsCapabilitiesAndSeesHiddenDirectoriesEmpty) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (a mount namespace, capability drops)";
+  std::optional<CommandResult> result;
+  auto cmd = Command::Start(
+      *loop_, *reaper_,
+      SpawnOptions{.argv = {"/bin/sh", "-c",
+                            "grep -E '^(CapEff|CapPrm|CapInh|CapBnd|NoNewPrivs):' /proc/self/status"
+                            " | tr -d ' \t'; ls -A /etc | wc -l"},
+                   .jail = SpawnJail{.hide = {"/etc"}, .capabilities = 0x1f}},
+      "", [&](CommandResult res) { result = res; });
+  ASSERT_TRUE(cmd.has_value()) << cmd.error().ToString();
+  ASSERT_TRUE(loop_->RunUntil([&] { return result.has_value(); }, milliseconds(5000)));
+  EXPECT_EQ(result->out,
+            "CapInh:000000000000001f\nCapPrm:000000000000001f\nCapEff:000000000000001f\n"
+            "CapBnd:000000000000001f\nNoNewPrivs:1\n0\n")
+      << result->err;
+  EXPECT_TRUE(::access("/etc/passwd", F_OK) == 0);
+}
+
 TEST_F(ProcessTest, ExitBeforeWatchIsKeptUntilClaimed) {
   auto pid = Spawn(SpawnOptions{.argv = {"/bin/true"}});
   ASSERT_TRUE(pid.has_value());
