@@ -33,11 +33,7 @@ Result<std::unique_ptr<Reaper>> Reaper::CreateWithSpawner(
 }
 
 Result<pid_t> Reaper::Spawn(const SpawnOptions& options) {
-  if (spawner_ != nullptr) {
-    // The spawner's protocol carries no jail: refused rather than dropped.
-    if (options.jail) return FailedPreconditionError("spawn: a jail through the spawner");
-    return spawner_->Spawn(options);
-  }
+  if (spawner_ != nullptr) return spawner_->Spawn(options);
   return hull::Spawn(options);
 }
 

@@ -85,18 +85,43 @@ class SpawnerMain {
     // EOF: the server closed its end (it is exiting or died). The children
     // live on, reparented, exactly as when an unconfined server exits.
     if (!got || got->eof) _exit(0);
-    Result<int32_t> result = Handle(*got);
-    if (!spawner_wire::SendMessage(requests_, spawner_wire::EncodeReply(result), {}).ok()) {
-      _exit(0);
+    Reader r(got->message);
+    uint8_t kind = 0;
+    Status sent;
+    if (r.U8(kind) && kind == spawner_wire::kCall) {
+      Result<SpawnerReply> reply = HandleCall(r, got->fds);
+      std::vector<int> fds;
+      if (reply) {
+        for (const UniqueFd& fd : reply->fds) fds.push_back(fd.get());
+      }
+      sent = spawner_wire::SendMessage(
+          requests_,
+          spawner_wire::EncodeCallReply(reply ? Result<std::string>(std::move(reply->data))
+                                              : Result<std::string>(reply.error())),
+          fds);
+    } else {
+      sent = spawner_wire::SendMessage(requests_,
+                                       spawner_wire::EncodeReply(Handle(kind, r, got->fds)), {});
     }
+    if (!sent.ok()) _exit(0);
   }
 
-  Result<int32_t> Handle(spawner_wire::Received& got) {
-    Reader r(got.message);
-    uint8_t kind = 0;
-    if (!r.U8(kind)) return InvalidArgumentError("spawner: empty request");
+  Result<SpawnerReply> HandleCall(Reader& r, std::vector<UniqueFd>& fds) {
+    uint32_t index = 0;
+    std::string payload;
+    if (!r.U32(index) || !r.Str(payload) || !r.done()) {
+      return InvalidArgumentError("spawner: malformed request");
+    }
+    if (index >= entries_.size() || !entries_[index].call) {
+      return InvalidArgumentError("spawner: no such entry");
+    }
+    return entries_[index].call(payload, fds);
+  }
+
+  Result<int32_t> Handle(uint8_t kind, Reader& r, std::vector<UniqueFd>& fds) {
+    if (kind == 0) return InvalidArgumentError("spawner: empty request");
     if (kind == spawner_wire::kSpawn) {
-      HULL_ASSIGN_OR_RETURN(SpawnOptions options, spawner_wire::DecodeSpawn(r, got.fds));
+      HULL_ASSIGN_OR_RETURN(SpawnOptions options, spawner_wire::DecodeSpawn(r, fds));
       if (check_) HULL_RETURN_IF_ERROR(check_(options));
       return Spawn(options);
     }
@@ -105,8 +130,10 @@ class SpawnerMain {
     if (kind != spawner_wire::kEntry || !r.U32(index) || !r.Str(payload) || !r.done()) {
       return InvalidArgumentError("spawner: malformed request");
     }
-    if (index >= entries_.size()) return InvalidArgumentError("spawner: no such entry");
-    return entries_[index].run(payload, got.fds);
+    if (index >= entries_.size() || !entries_[index].run) {
+      return InvalidArgumentError("spawner: no such entry");
+    }
+    return entries_[index].run(payload, fds);
   }
 
   int requests_;
@@ -165,27 +192,48 @@ Result<std::unique_ptr<SpawnerClient>> SpawnerClient::Start(std::vector<SpawnerE
 
 SpawnerClient::~SpawnerClient() = default;  // EOF on requests ends the spawner
 
-Result<pid_t> SpawnerClient::Call(std::string request, const std::vector<int>& fds) {
+Result<spawner_wire::Received> SpawnerClient::Request(std::string request,
+                                                      const std::vector<int>& fds) {
   HULL_RETURN_IF_ERROR(spawner_wire::SendMessage(requests_.get(), request, fds));
   HULL_ASSIGN_OR_RETURN(spawner_wire::Received got, spawner_wire::ReceiveMessage(requests_.get()));
   if (got.eof) return UnavailableError("spawner: exited");
-  return spawner_wire::DecodeReply(got.message);
+  return got;
 }
 
 Result<pid_t> SpawnerClient::Spawn(const SpawnOptions& options) {
   if (options.argv.empty()) return InvalidArgumentError("spawn: empty argv");
   std::vector<int> fds;
   for (const auto& [child_fd, parent_fd] : options.fds) fds.push_back(parent_fd);
-  return Call(spawner_wire::EncodeSpawn(options), fds);
+  HULL_ASSIGN_OR_RETURN(spawner_wire::Received got,
+                        Request(spawner_wire::EncodeSpawn(options), fds));
+  return spawner_wire::DecodeReply(got.message);
 }
+
+namespace {
+
+std::string EntryRequest(spawner_wire::RequestKind kind, uint32_t index, std::string_view payload) {
+  Writer w;
+  w.U8(kind);
+  w.U32(index);
+  w.Str(payload);
+  return w.Take();
+}
+
+}  // namespace
 
 Result<pid_t> SpawnerClient::Run(uint32_t index, std::string_view payload,
                                  const std::vector<int>& fds) {
-  Writer w;
-  w.U8(spawner_wire::kEntry);
-  w.U32(index);
-  w.Str(payload);
-  return Call(w.Take(), fds);
+  HULL_ASSIGN_OR_RETURN(spawner_wire::Received got,
+                        Request(EntryRequest(spawner_wire::kEntry, index, payload), fds));
+  return spawner_wire::DecodeReply(got.message);
+}
+
+Result<SpawnerReply> SpawnerClient::Call(uint32_t index, std::string_view payload,
+                                         const std::vector<int>& fds) {
+  HULL_ASSIGN_OR_RETURN(spawner_wire::Received got,
+                        Request(EntryRequest(spawner_wire::kCall, index, payload), fds));
+  HULL_ASSIGN_OR_RETURN(std::string data, spawner_wire::DecodeCallReply(got.message));
+  return SpawnerReply{.data = std::move(data), .fds = std::move(got.fds)};
 }
 
 Status SpawnerClient::ReadExits(std::vector<SpawnerExit>& exits) {

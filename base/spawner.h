@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/spawn.h"
+#include "base/spawner_wire.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
 
@@ -30,9 +31,18 @@ namespace hull {
 // a clone() running hull's own code). Entries are fixed when the spawner is
 // forked: the server can only name one by its index, never pass code. `run`
 // gets the caller's payload and descriptors and returns the child's pid.
+// An entry that does privileged work for the server instead of starting a
+// child (SpawnerClient::Call) answers with data and descriptors.
+struct SpawnerReply {
+  std::string data;
+  std::vector<UniqueFd> fds;
+};
+
 struct SpawnerEntry {
   std::string name;
   std::function<Result<pid_t>(std::string_view payload, std::vector<UniqueFd>& fds)> run;
+  // Set instead of `run` for an entry called with SpawnerClient::Call.
+  std::function<Result<SpawnerReply>(std::string_view payload, std::vector<UniqueFd>& fds)> call;
 };
 
 // What the spawner checks before every Spawn: OK to start `options`, or the
@@ -61,6 +71,8 @@ class SpawnerClient {
   Result<pid_t> Spawn(const SpawnOptions& options);
   // Runs entry `index` in the spawner with `payload` and `fds`.
   Result<pid_t> Run(uint32_t index, std::string_view payload, const std::vector<int>& fds);
+  // Calls entry `index` (one with `call`) and returns its reply.
+  Result<SpawnerReply> Call(uint32_t index, std::string_view payload, const std::vector<int>& fds);
 
   // The exits channel: readable when exits are waiting. Non-blocking.
   int exits_fd() const { return exits_.get(); }
@@ -72,7 +84,7 @@ class SpawnerClient {
 
  private:
   SpawnerClient() = default;
-  Result<pid_t> Call(std::string request, const std::vector<int>& fds);
+  Result<spawner_wire::Received> Request(std::string request, const std::vector<int>& fds);
 
   pid_t pid_ = -1;
   UniqueFd requests_;

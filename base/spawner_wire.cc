@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "base/received_fds.h"
+#include "base/fd_passing.h"
 
 namespace hull::spawner_wire {
 
@@ -68,6 +68,12 @@ std::string EncodeSpawn(const SpawnOptions& options) {
   w.U8(options.new_process_group);
   w.U8(options.new_session);
   w.I32(options.parent_death_signal);
+  w.U8(options.jail.has_value());
+  if (options.jail) {
+    Strings(w, options.jail->hide);
+    w.U32(static_cast<uint32_t>(options.jail->capabilities));
+    w.U32(static_cast<uint32_t>(options.jail->capabilities >> 32));
+  }
   return w.Take();
 }
 
@@ -88,7 +94,19 @@ Result<SpawnOptions> DecodeSpawn(Reader& r, const std::vector<UniqueFd>& fds) {
     options.fds.emplace_back(child_fd, fds[i].get());
   }
   int32_t death = 0;
-  if (!r.U8(group) || !r.U8(session) || !r.I32(death) || !r.done()) return bad();
+  uint8_t has_jail = 0;
+  if (!r.U8(group) || !r.U8(session) || !r.I32(death) || !r.U8(has_jail)) return bad();
+  if (has_jail) {
+    SpawnJail jail;
+    uint32_t low = 0, high = 0;
+    if (!Strings(r, jail.hide) || !r.U32(low) || !r.U32(high)) return bad();
+    for (const std::string& dir : jail.hide) {
+      if (dir.empty() || dir[0] != '/') return bad();
+    }
+    jail.capabilities = (uint64_t{high} << 32) | low;
+    options.jail = std::move(jail);
+  }
+  if (!r.done()) return bad();
   if (death < 0 || death >= 65) return bad();
   options.new_process_group = group != 0;
   options.new_session = session != 0;
@@ -96,14 +114,32 @@ Result<SpawnOptions> DecodeSpawn(Reader& r, const std::vector<UniqueFd>& fds) {
   return options;
 }
 
+namespace {
+
+void Error(Writer& w, const Status& error) {
+  w.U32(static_cast<uint32_t>(error.code()));
+  w.Str(error.message());
+}
+
+Status ReadError(Reader& r) {
+  uint32_t code = 0;
+  std::string text;
+  if (!r.U32(code) || !r.Str(text) || !r.done() ||
+      code > static_cast<uint32_t>(Code::kUnauthenticated)) {
+    return InternalError("spawner: malformed reply");
+  }
+  return Status(static_cast<Code>(code), std::move(text));
+}
+
+}  // namespace
+
 std::string EncodeReply(const Result<int32_t>& result) {
   Writer w;
   w.U8(result.has_value());
   if (result) {
     w.I32(*result);
   } else {
-    w.U32(static_cast<uint32_t>(result.error().code()));
-    w.Str(result.error().message());
+    Error(w, result.error());
   }
   return w.Take();
 }
@@ -112,43 +148,36 @@ Result<int32_t> DecodeReply(std::string_view message) {
   Reader r(message);
   uint8_t ok = 0;
   if (!r.U8(ok)) return InternalError("spawner: empty reply");
-  if (ok) {
-    int32_t pid = 0;
-    if (!r.I32(pid)) return InternalError("spawner: malformed reply");
-    return pid;
+  if (!ok) return ReadError(r);
+  int32_t pid = 0;
+  if (!r.I32(pid)) return InternalError("spawner: malformed reply");
+  return pid;
+}
+
+std::string EncodeCallReply(const Result<std::string>& result) {
+  Writer w;
+  w.U8(result.has_value());
+  if (result) {
+    w.Str(*result);
+  } else {
+    Error(w, result.error());
   }
-  uint32_t code = 0;
-  std::string text;
-  if (!r.U32(code) || !r.Str(text) || code > static_cast<uint32_t>(Code::kUnauthenticated)) {
-    return InternalError("spawner: malformed reply");
-  }
-  return Status(static_cast<Code>(code), std::move(text));
+  return w.Take();
+}
+
+Result<std::string> DecodeCallReply(std::string_view message) {
+  Reader r(message);
+  uint8_t ok = 0;
+  if (!r.U8(ok)) return InternalError("spawner: empty reply");
+  if (!ok) return ReadError(r);
+  std::string data;
+  if (!r.Str(data) || !r.done()) return InternalError("spawner: malformed reply");
+  return data;
 }
 
 Status SendMessage(int sock, std::string_view message, const std::vector<int>& fds) {
   if (message.size() > kMaxMessage) return InvalidArgumentError("spawner: message too large");
-  if (fds.size() > kMaxFds) return InvalidArgumentError("spawner: too many descriptors");
-  iovec iov{const_cast<char*>(message.data()), message.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
-  if (!fds.empty()) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-    cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-    cmsg->cmsg_level = SOL_SOCKET;
-    cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
-  }
-  for (;;) {
-    ssize_t n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
-    if (n >= 0) return Status::Ok();
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN) return UnavailableError("spawner: channel full");
-    return ErrnoError("sendmsg", "spawner channel");
-  }
+  return SendWithFds(sock, message, fds, "spawner");
 }
 
 Result<Received> ReceiveMessage(int sock) {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/fd_passing.h"
 #include "base/spawn.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
@@ -16,9 +17,9 @@
 namespace hull::spawner_wire {
 
 inline constexpr size_t kMaxMessage = 128 * 1024;
-inline constexpr size_t kMaxFds = 64;
+inline constexpr size_t kMaxFds = kMaxPassedFds;
 
-enum RequestKind : uint8_t { kSpawn = 1, kEntry = 2 };
+enum RequestKind : uint8_t { kSpawn = 1, kEntry = 2, kCall = 3 };
 
 class Writer {
  public:
@@ -57,6 +58,10 @@ Result<SpawnOptions> DecodeSpawn(Reader& reader, const std::vector<UniqueFd>& fd
 
 std::string EncodeReply(const Result<int32_t>& result);
 Result<int32_t> DecodeReply(std::string_view message);
+// A kCall reply: the entry's data (its descriptors travel as SCM_RIGHTS), or
+// its error.
+std::string EncodeCallReply(const Result<std::string>& result);
+Result<std::string> DecodeCallReply(std::string_view message);
 
 // One message with `fds` attached. Blocking unless the socket is not.
 Status SendMessage(int sock, std::string_view message, const std::vector<int>& fds);

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#include "base/received_fds.h"
+#include "base/fd_passing.h"
 
 namespace hull::runtime {
 namespace {

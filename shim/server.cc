@@ -18,6 +18,8 @@
 #include "base/logging.h"
 #include "base/reaper.h"
 #include "base/spawner.h"
+#include "shim/backend/vm/vm_spawner.h"
+#include "shim/cli/start.h"
 #include "shim/config/config.h"
 #include "shim/config/server_config.h"
 #include "shim/mount/spawner_mounts.h"
@@ -67,25 +69,55 @@ std::string BundleId(const std::string& bundle) {
 
 // [security] confine: forks the spawner, then confines this process. The
 // spawner is forked first so that nothing it starts inherits the filter.
-// Its entries: the pause process, and the rootfs mounts of bundles beside
-// the server's own (the server keeps no CAP_SYS_ADMIN). It starts only what
+// Its entries: the pause process, the rootfs mounts of bundles beside the
+// server's own (the server keeps no CAP_SYS_ADMIN), and a VM pod's network
+// and share (vm_spawner.h). It starts only what
 // the server's configuration names (SpawnPolicy), and logs each refusal to
 // the shim's log itself.
 Result<std::unique_ptr<SpawnerClient>> StartConfined(const ShimConfig& config,
                                                      const std::string& ns, Logger& log) {
   const std::vector<std::string> bundles = BundleDirs(WorkingDirectory());
-  std::vector<SpawnerEntry> entries(kUnmountSpawnerEntry + 1);
+  std::vector<SpawnerEntry> entries(vm::kVmShareSpawnerEntry + 1);
   entries[kPauseSpawnerEntry] = PauseSpawnerEntry();
   std::vector<SpawnerEntry> mounts = MountSpawnerEntries(bundles);
   entries[kMountSpawnerEntry] = std::move(mounts[0]);
   entries[kUnmountSpawnerEntry] = std::move(mounts[1]);
-  SpawnPolicy policy = MakeSpawnPolicy(config, ns, bundles);
+  const vm::VmPod vm_pod = vm::ReadVmPod(WorkingDirectory());
+  std::vector<SpawnerEntry> vm_entries = vm::VmSpawnerEntries(vm_pod);
+  entries[vm::kVmNetworkSpawnerEntry] = std::move(vm_entries[0]);
+  entries[vm::kVmShareSpawnerEntry] = std::move(vm_entries[1]);
+  SpawnPolicy policy = MakeSpawnPolicy(config, ns, bundles, SelfExecutable());
+  if (policy.qemu) policy.qemu->pod = vm_pod;
   if (!policy.runtime_error.ok()) {
     log.Warn("spawner: no runtime calls allowed: {}", policy.runtime_error.ToString());
   }
   UniqueFd log_fd(::open("log", O_WRONLY | O_NONBLOCK | O_CLOEXEC));
   const int spawner_log_fd = log_fd.get();
   Logger spawner_log = log_fd ? Logger::ToFd(std::move(log_fd), "hull-spawner") : Logger::Null();
+  // An entry's refusal is logged by the spawner too, as a Spawn's is.
+  for (SpawnerEntry& entry : entries) {
+    auto logged = [spawner_log, name = entry.name](const Status& status) {
+      if (status.code() == Code::kPermissionDenied) {
+        spawner_log.Error("spawner refused {}: {}", name, status.ToString());
+      }
+    };
+    if (entry.run) {
+      entry.run = [run = std::move(entry.run), logged](std::string_view payload,
+                                                       std::vector<UniqueFd>& fds) {
+        Result<pid_t> done = run(payload, fds);
+        if (!done) logged(done.error());
+        return done;
+      };
+    }
+    if (entry.call) {
+      entry.call = [call = std::move(entry.call), logged](std::string_view payload,
+                                                          std::vector<UniqueFd>& fds) {
+        Result<SpawnerReply> done = call(payload, fds);
+        if (!done) logged(done.error());
+        return done;
+      };
+    }
+  }
   SpawnCheck check = [policy = std::move(policy), spawner_log](const SpawnOptions& options) {
     Status allowed = CheckSpawn(policy, options);
     if (!allowed.ok()) spawner_log.Error("{}", allowed.ToString());

@@ -15,8 +15,10 @@
 // pods, the shim for the others), 5 s after the last container started.
 // Prints Markdown tables. Needs root and the guest image next to the shim
 // (tools/guest-image --out <build>/guest-image).
-// Usage: bench_cri_pod [--runs N] [--density N (10)]; HULL_BENCH_VM_TOML adds
-// lines to the VM handlers' [vm] table.
+// Usage: bench_cri_pod [--runs N] [--density N (10)] [--confine];
+// HULL_BENCH_VM_TOML adds lines to the VM handlers' [vm] table; --confine
+// gives their servers [security] confine = true (docs/security.md, "VM pods
+// confined").
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,7 +59,9 @@ struct Handler {
 int Main(int argc, char** argv) {
   int runs = 3;
   int density = 10;
+  bool confine = false;
   for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--confine") confine = true;
     if (std::string(argv[i]) == "--runs" && i + 1 < argc) runs = std::atoi(argv[++i]);
     if (std::string(argv[i]) == "--density" && i + 1 < argc) density = std::atoi(argv[++i]);
   }
@@ -73,7 +77,8 @@ int Main(int argc, char** argv) {
     const std::string config = std::string(config_dir) + "/" + name + ".toml";
     std::ofstream(config) << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\n"
                           << vm_toml << "\ntemplates = "
-                          << (std::string(name) == "hull-vm-clone" ? "true" : "false") << "\n";
+                          << (std::string(name) == "hull-vm-clone" ? "true" : "false") << "\n"
+                          << (confine ? "[security]\nconfine = true\n" : "");
     const std::string table =
         std::string("[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.") + name;
     handlers_toml += table + "]\n  runtime_type = \"io.containerd.hull.v2\"\n" + table +
@@ -153,7 +158,7 @@ int Main(int argc, char** argv) {
     return 0;
   };
   // The host memory of an idle pod: QEMU and the shim that started it (VM
-  // pods), or the shim serving it.
+  // pods; a confined server and its spawner), or the shim serving it.
   struct Pss {
     long qemu = 0, shim = 0;
   };
@@ -163,7 +168,14 @@ int Main(int argc, char** argv) {
       std::ifstream in(tasks + pod_id + "/hull-vm.json");
       json record = json::parse(in, nullptr, false);
       pid_t qemu = record.is_object() ? record.value("qemu_pid", 0) : 0;
-      if (qemu > 0) p = {itest::PssKb(qemu), itest::PssKb(itest::ParentShim(qemu))};
+      if (qemu > 0) {
+        const pid_t shim = itest::ParentShim(qemu);
+        p = {itest::PssKb(qemu), itest::PssKb(shim)};
+        // A confined server's spawner (QEMU's parent) is the shim's too.
+        if (const pid_t parent = itest::ParentPid(qemu); parent != shim) {
+          p.shim += itest::PssKb(parent);
+        }
+      }
       return p;
     }
     for (pid_t pid : itest::ProcessesMatching("-id " + pod_id)) {
@@ -230,7 +242,8 @@ int Main(int argc, char** argv) {
   std::filesystem::remove_all(config_dir, ec);
 
   std::cout << "Runs: " << runs << " per handler, interleaved; load average " << load_before
-            << " at the start, " << LoadAverage() << " at the end.\n\n";
+            << " at the start, " << LoadAverage()
+            << " at the end. VM pods' servers confined: " << (confine ? "yes" : "no") << ".\n\n";
   std::cout << "| figure (ms: median (min-max))";
   for (const Handler& h : handlers) std::cout << " | " << h.label;
   std::cout << " |\n|---";

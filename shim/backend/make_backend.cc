@@ -77,14 +77,8 @@ Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
                                              const RuntimeOptions& options, const std::string& ns,
                                              const Logger& log) {
   if (IsVm(options)) {
-    // The server wires the pod's network (netlink) and share (a bind mount)
-    // itself and its spawner has no rule for QEMU (docs/security.md, "Not
-    // done"): refused here, before a VM boots, with the reason.
-    if (reaper.spawner() != nullptr) {
-      return FailedPreconditionError(
-          "the vm backend cannot run in a confined server yet ([security] confine = true; "
-          "docs/security.md, \"Not done\")");
-    }
+    // A confined server's VM pod: network, share and QEMU through its
+    // spawner (vm_spawner.h).
     return std::unique_ptr<Backend>(
         std::make_unique<vm::VmBackend>(loop, reaper, options, SelfExe(), log));
   }

@@ -45,14 +45,10 @@ Status CheckRuntimeCall(const SpawnPolicy& policy, const SpawnOptions& options) 
     return Refused(argv, "a runtime call takes the spawner's environment and directory");
   }
   // The pod's global flags, with this container's own --log when there is
-  // one (calls that read no log have none).
-  // --log is looked for among the global flags only (their count with a
-  // log), not in the command's own arguments.
+  // one (calls that read no log have none). --log is looked for among the
+  // global flags only, not in the command's own arguments.
   runtime::oci_cli::RuntimeConfig config = policy.runtime->config();
-  config.log_path = "log.json";
-  const size_t global_end = ArgvBuilder(policy.runtime->flavour(), config).GlobalFlags().size();
-  config.log_path.clear();
-  const std::string* log = ValueOf(argv, 1, global_end, "--log");
+  const std::string* log = ValueOf(argv, 1, policy.runtime_global_end, "--log");
   if (log != nullptr) {
     if (!InBundleDirs(policy.bundles, *log, "log.json")) {
       return Refused(argv, "--log is not a bundle's log.json");
@@ -87,12 +83,27 @@ Status CheckLogger(const SpawnOptions& options) {
 }  // namespace
 
 SpawnPolicy MakeSpawnPolicy(const ShimConfig& config, const std::string& ns,
-                            const std::vector<std::string>& bundles) {
+                            const std::vector<std::string>& bundles, const std::string& self_exe) {
   SpawnPolicy policy{.bundles = bundles, .logging_binaries = config.security.logging_binaries};
-  if (config.runtime.binary_name != "vm") {
+  if (config.runtime.binary_name == "vm") {
+    Result<vm::GuestAssets> assets =
+        vm::ResolveGuestAssets(config.runtime.vm, vm::GuestAssetDirs(self_exe));
+    if (assets) {
+      // Every directory the jail may hide: a boot hides those of them that
+      // hold none of its paths.
+      policy.qemu.emplace(
+          vm::QemuRule{.assets = std::move(*assets), .jail = vm::QemuJail(config.runtime.vm, {})});
+    } else {
+      policy.runtime_error = assets.error();
+    }
+  } else {
     Result<ArgvBuilder> argv = PodArgvBuilder(config.runtime, ns);
     if (argv) {
       policy.runtime.emplace(std::move(*argv));
+      runtime::oci_cli::RuntimeConfig with_log = policy.runtime->config();
+      with_log.log_path = "log.json";
+      policy.runtime_global_end =
+          ArgvBuilder(policy.runtime->flavour(), with_log).GlobalFlags().size();
     } else {
       policy.runtime_error = argv.error();
     }
@@ -115,8 +126,11 @@ Status CheckSpawn(const SpawnPolicy& policy, const SpawnOptions& options) {
     }
     if (argv[0] == runtime.config().binary) return CheckRuntimeCall(policy, options);
   }
+  if (policy.qemu && argv[0] == policy.qemu->assets.qemu) {
+    return vm::CheckQemuSpawn(*policy.qemu, options);
+  }
   return Refused(argv,
-                 "the configuration names no such program (the pod's runtime, "
+                 "the configuration names no such program (the pod's runtime or QEMU, "
                  "[security] logging_binaries)");
 }
 

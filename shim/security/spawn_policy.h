@@ -12,6 +12,7 @@
 #include "base/spawn.h"
 #include "base/status.h"
 #include "runtime/oci_cli/argv.h"
+#include "shim/backend/vm/vm_spawner.h"
 #include "shim/config/config.h"
 
 namespace hull::shim {
@@ -21,8 +22,14 @@ struct SpawnPolicy {
   // flags (a container's --log is its own bundle's log.json) and one of the
   // commands the backend uses. Empty for the vm backend.
   std::optional<runtime::oci_cli::ArgvBuilder> runtime;
-  // Why `runtime` is empty for a runtime that is not vm (its binary was not
-  // found): Create fails on the same error before anything is spawned.
+  // How many arguments `runtime`'s binary and global flags take when a call
+  // has a --log: --log is looked for among those only.
+  size_t runtime_global_end = 0;
+  // The vm backend's QEMU: its binary, guest assets and jail. Empty for
+  // another runtime.
+  std::optional<vm::QemuRule> qemu;
+  // Why `runtime` (or `qemu`, for vm) is empty: its binary or assets were
+  // not found. Create fails on the same error before anything is spawned.
   Status runtime_error;
   // Where the pod's bundles are (BundleDirs of the server's own bundle).
   std::vector<std::string> bundles;
@@ -31,9 +38,10 @@ struct SpawnPolicy {
 };
 
 // The policy of a server started with `config` in namespace `ns`, whose
-// pod's bundles are in `bundles`.
+// pod's bundles are in `bundles`; `self_exe` finds the guest assets of a vm
+// pod as the backend does (GuestAssetDirs).
 SpawnPolicy MakeSpawnPolicy(const ShimConfig& config, const std::string& ns,
-                            const std::vector<std::string>& bundles);
+                            const std::vector<std::string>& bundles, const std::string& self_exe);
 
 // OK when `options` is a call the policy allows; PermissionDenied naming
 // what is refused otherwise.

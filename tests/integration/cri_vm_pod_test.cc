@@ -502,6 +502,33 @@ TEST_P(CriVmPodTest, PodSurvivesAContainerdRestart) {
   RemovePodAndCheckNothingLeft(pod, socket);
 }
 
+// A container in `pod` that answers "pod-answer" on TCP port 8080; its id,
+// "" on failure.
+std::string StartAnswerServer(CriClient& cri, const std::string& pod, const json& pod_config) {
+  json server = {{"metadata", {{"name", "server"}}},
+                 {"image", {{"image", kBusybox}}},
+                 {"command", {"sh", "-c", "while true; do nc -l -p 8080 -e echo pod-answer; done"}},
+                 {"log_path", "server.log"},
+                 {"linux", json::object()}};
+  CriReply started = cri.RunContainer(pod, pod_config, server);
+  EXPECT_TRUE(started.ok) << started.error;
+  return started.ok ? started.body.value("container_id", "") : "";
+}
+
+// A client namespace on the pod's bridge reads the answer from `pod_ip`.
+void ExpectAnswerFrom(const std::string& bridge, const std::string& pod_ip) {
+  ClientNamespace client(bridge, "127.201.0.250");
+  ASSERT_EQ(client.error(), "");
+  std::string answer, why;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        answer = client.ReadFrom(pod_ip, 8080, &why);
+        return answer == "pod-answer\n";
+      },
+      60s))
+      << "answer \"" << answer << "\", last error: " << why;
+}
+
 // The pod's network in its VM: the guest's eth0 has the pod IP CNI gave the
 // pod's namespace (wired there to a tap with tc mirred), and a client
 // namespace of the test's on the same bridge opens a TCP connection to a
@@ -537,14 +564,8 @@ TEST_P(CriVmPodTest, ClientOnTheBridgeReachesServerInVmPodOnPodIp) {
   ASSERT_EQ(qemus.size(), 1u);
   EXPECT_NE(Cmdline(qemus[0]).find("-netdev tap,id=net0,fd=3"), std::string::npos);
 
-  json server = {{"metadata", {{"name", "server"}}},
-                 {"image", {{"image", kBusybox}}},
-                 {"command", {"sh", "-c", "while true; do nc -l -p 8080 -e echo pod-answer; done"}},
-                 {"log_path", "server.log"},
-                 {"linux", json::object()}};
-  CriReply started = cri_->RunContainer(pod, pod_config, server);
-  ASSERT_TRUE(started.ok) << started.error << "\n" << containerd_->LogTail();
-  const std::string c = started.body.value("container_id", "");
+  const std::string c = StartAnswerServer(*cri_, pod, pod_config);
+  ASSERT_FALSE(c.empty());
 
   // In the guest: eth0 has the pod IP.
   CriReply addr = Exec(c, {"ip", "-4", "addr", "show", "eth0"});
@@ -569,16 +590,7 @@ TEST_P(CriVmPodTest, ClientOnTheBridgeReachesServerInVmPodOnPodIp) {
             << console.substr(network_line, console.find('\n', network_line) - network_line)
             << "\n";
 
-  ClientNamespace client(containerd_->cni_network(), "127.201.0.250");
-  ASSERT_EQ(client.error(), "");
-  std::string answer, why;
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        answer = client.ReadFrom(pod_ip, 8080, &why);
-        return answer == "pod-answer\n";
-      },
-      60s))
-      << "answer \"" << answer << "\", last error: " << why;
+  ExpectAnswerFrom(containerd_->cni_network(), pod_ip);
 
   RemovePodAndCheckNothingLeft(pod, ShimSocket(pod));
   // The namespace is CNI's to remove; if it is still there, no tap or
@@ -589,6 +601,65 @@ TEST_P(CriVmPodTest, ClientOnTheBridgeReachesServerInVmPodOnPodIp) {
         RunCommand({"nsenter", in_netns, "tc", "qdisc", "show", "dev", "eth0"}).out.find("ingress"),
         std::string::npos);
   }
+}
+
+// [security] confine = true in the hull-vm handler's file (docs/security.md,
+// "VM pods confined"): the server keeps its four capabilities (no
+// CAP_SYS_ADMIN, no CAP_NET_ADMIN) under its seccomp allow-list; its spawner
+// wires the pod's network, mounts the share and starts QEMU, jailed as
+// usual. The pod is the first of its shape with templates on, so the
+// spawner starts the template's QEMU and the clone's, and the server passes
+// the template's state file to QEMU (QMP getfd). The pod works as an
+// unconfined one: a client on the bridge reaches a server in it on the pod
+// IP, exec runs, and removal leaves nothing (but the template cache).
+TEST_P(CriVmPodTest, ConfinedServerRunsTheVmPodAndItsNetwork) {
+  UseTemplates(true);
+  std::ofstream(config_dir_ + "/hull-vm.toml", std::ios::app) << "[security]\nconfine = true\n";
+  json pod_config = PodConfig("vmconfined");
+  const std::string pod = RunPod(pod_config);
+  ASSERT_FALSE(pod.empty());
+  const std::string socket = ShimSocket(pod);
+  CriReply status = cri_->Call("PodSandboxStatus", {{"pod_sandbox_id", pod}});
+  ASSERT_TRUE(status.ok) << status.error;
+  const std::string pod_ip = status.body["status"]["network"].value("ip", "");
+  ASSERT_EQ(pod_ip.rfind("127.201.0.", 0), 0u) << status.body.dump();
+  EXPECT_EQ(BootOf(pod), "template+clone");
+
+  auto field = [](pid_t pid, const std::string& key) {
+    std::istringstream lines(ReadText("/proc/" + std::to_string(pid) + "/status"));
+    for (std::string line; std::getline(lines, line);) {
+      if (line.starts_with(key + ":"))
+        return line.substr(line.find_first_not_of(" \t", key.size() + 1));
+    }
+    return std::string();
+  };
+  std::vector<pid_t> qemus = Qemus(pod);
+  ASSERT_EQ(qemus.size(), 1u);
+  const pid_t spawner = std::stoi(field(qemus[0], "PPid"));
+  const pid_t server = std::stoi(field(spawner, "PPid"));
+  EXPECT_EQ(field(spawner, "Name"), "hull-spawner");
+  // CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_KILL: no CAP_NET_ADMIN (12),
+  // no CAP_SYS_ADMIN (21).
+  EXPECT_EQ(field(server, "CapEff"), "000000000000002b");
+  EXPECT_EQ(field(server, "Seccomp"), "2");
+  EXPECT_EQ(field(server, "NoNewPrivs"), "1");
+  EXPECT_EQ(field(qemus[0], "CapEff"), "000000000000001f");
+  EXPECT_EQ(field(qemus[0], "Seccomp"), "2");
+  EXPECT_NE(Cmdline(qemus[0]).find("-netdev tap,id=net0,fd=3"), std::string::npos);
+
+  const std::string c = StartAnswerServer(*cri_, pod, pod_config);
+  ASSERT_FALSE(c.empty()) << containerd_->LogTail();
+  CriReply addr = Exec(c, {"ip", "-4", "addr", "show", "eth0"});
+  ASSERT_TRUE(addr.ok) << addr.error;
+  EXPECT_NE(DecodeBase64(addr.body.value("stdout", "")).find("inet " + pod_ip + "/24"),
+            std::string::npos);
+  ExpectAnswerFrom(containerd_->cni_network(), pod_ip);
+  // The shim's log (containerd's): confined, and nothing it asked refused.
+  const std::string log = ReadText(containerd_->log_path());
+  EXPECT_NE(log.find("confined: spawner pid " + std::to_string(spawner)), std::string::npos);
+  EXPECT_EQ(log.find("spawner refused"), std::string::npos) << containerd_->LogTail();
+
+  RemovePodAndCheckNothingLeft(pod, socket);
 }
 
 // [vm] memory_headroom_mib (docs/vm.md, "Resize"): the VM boots 256 MiB

@@ -127,9 +127,13 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
     std::ofstream(runsc_config) << "runtime = \"runsc\"\nroot = \"" << RunscRoot()
                                 << "\"\n[runsc_config]\nnetwork = \"none\"\n";
     const std::string wrapper = Wrapper("runsc", runsc_config);
-    // The VM: the guest image in the build tree, found by the defaults.
+    // The VM: the guest image in the build tree, found by the defaults. Its
+    // server runs confined (docs/security.md, "VM pods confined"): its
+    // spawner wires the network namespace CreateSandbox names, mounts the
+    // share and starts QEMU.
     const std::string vm_config = config_dir_ + "/vm.toml";
-    std::ofstream(vm_config) << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\n";
+    std::ofstream(vm_config)
+        << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\n[security]\nconfine = true\n";
     const std::string vm_wrapper = Wrapper("vm", vm_config);
     // "hull-runc-type": hull installed under the runc runtime type (podsandbox
     // sandboxer), the only way CRI 2.1.5 introspects its features.
@@ -258,7 +262,10 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
       EXPECT_TRUE(pauses.empty()) << "a VM pod needs no hull pause process";
       std::vector<pid_t> qemus = Qemus(pod);
       ASSERT_EQ(qemus.size(), 1u);
-      EXPECT_EQ(ParentPid(qemus[0]), shim);
+      // The child of the confined server's spawner.
+      const pid_t spawner = ParentPid(qemus[0]);
+      EXPECT_EQ(ParentPid(spawner), shim);
+      EXPECT_EQ(ReadText("/proc/" + std::to_string(spawner) + "/comm"), "hull-spawner\n");
       const std::string cmdline = Cmdline(qemus[0]);
       EXPECT_NE(cmdline.find("-smp 2,maxcpus=2 -m 376 "), std::string::npos) << cmdline;
       const std::string host_boot = ReadText("/proc/sys/kernel/random/boot_id");

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/fd_passing.h"
+
 namespace hull::shim::vm {
 
 namespace pb = ::hull::agent::v1;
@@ -193,21 +195,7 @@ Result<UniqueFd> HostPtyForConsoleSocket(const std::string& console_socket) {
   if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     return ErrnoError("connect", console_socket);
   }
-  char byte = 'p';
-  iovec iov{.iov_base = &byte, .iov_len = 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  int fd = master.get();
-  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  if (::sendmsg(sock.get(), &msg, MSG_NOSIGNAL) < 0) return ErrnoError("sendmsg", console_socket);
+  HULL_RETURN_IF_ERROR(SendWithFds(sock.get(), "p", {master.get()}, console_socket));
   return slave;
 }
 

@@ -1,18 +1,16 @@
 #include "shim/backend/vm/pod_share.h"
 
 #include <fcntl.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "base/mountinfo.h"
 #include "base/unique_fd.h"
 #include "oci/spec.h"
 #include "shim/backend/vm/qemu_command.h"
-#include "shim/mount/mount.h"
+#include "shim/backend/vm/vm_spawner.h"
 
 namespace hull::shim::vm {
 namespace {
@@ -37,14 +35,6 @@ Status MakeTarget(const std::string& source, const std::string& target) {
   }
   UniqueFd fd(::open(target.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
   if (!fd.valid()) return ErrnoError("create", target);
-  return Status::Ok();
-}
-
-Status Bind(const std::string& source, const std::string& target) {
-  HULL_RETURN_IF_ERROR(MakeTarget(source, target));
-  if (::mount(source.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
-    return ErrnoError("bind-mount " + source + " on", target);
-  }
   return Status::Ok();
 }
 
@@ -125,7 +115,8 @@ Result<std::string> GuestSpecJson(const std::string& host_spec_json, const std::
   return spec.dump();
 }
 
-Result<GuestContainer> PodShare::AddContainer(const std::string& id, const std::string& host_rootfs,
+Result<GuestContainer> PodShare::AddContainer(const std::string& id, const std::string& bundle,
+                                              const std::string& host_rootfs,
                                               const std::string& host_spec_json,
                                               const std::set<int>& pod_inits) {
   if (id.empty() || id.find('/') != std::string::npos || id == "." || id == "..") {
@@ -141,13 +132,17 @@ Result<GuestContainer> PodShare::AddContainer(const std::string& id, const std::
     RemoveContainer(id).IgnoreError();
     return status;
   };
-  Status bound = Bind(host_rootfs, dir + "/rootfs");
+  auto bind = [&](const std::string& source, const std::string& target) {
+    HULL_RETURN_IF_ERROR(MakeTarget(source, target));
+    return BindVia(spawner_, bundle, source, target);
+  };
+  Status bound = bind(host_rootfs, dir + "/rootfs");
   if (!bound.ok()) return undo(bound.WithContext("the container's rootfs"));
   if (!binds.empty() && ::mkdir((dir + "/mounts").c_str(), 0700) != 0) {
     return undo(ErrnoError("mkdir", dir + "/mounts"));
   }
   for (size_t i = 0; i < binds.size(); ++i) {
-    bound = Bind(binds[i], dir + "/mounts/" + std::to_string(i));
+    bound = bind(binds[i], dir + "/mounts/" + std::to_string(i));
     if (!bound.ok()) return undo(bound.WithContext("volume " + binds[i]));
   }
   return GuestContainer{.bundle = guest_dir, .spec_json = std::move(spec)};
@@ -155,7 +150,7 @@ Result<GuestContainer> PodShare::AddContainer(const std::string& id, const std::
 
 Status PodShare::RemoveContainer(const std::string& id) {
   const std::string dir = dir_ + "/" + id;
-  HULL_RETURN_IF_ERROR(UnmountAll(dir));
+  HULL_RETURN_IF_ERROR(UnmountAllVia(spawner_, dir));
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   if (ec) return InternalError("remove " + dir + ": " + ec.message());
@@ -163,23 +158,11 @@ Status PodShare::RemoveContainer(const std::string& id) {
 }
 
 Status PodShare::MakeShared() {
-  HULL_ASSIGN_OR_RETURN(std::vector<MountInfo> table, ReadMountInfo());
-  for (const MountInfo& m : table) {
-    if (m.mount_point == dir_) return Status::Ok();
-  }
-  if (::mount(dir_.c_str(), dir_.c_str(), nullptr, MS_BIND, nullptr) != 0) {
-    return ErrnoError("bind-mount the share on itself:", dir_);
-  }
-  if (::mount(nullptr, dir_.c_str(), nullptr, MS_SHARED, nullptr) != 0) {
-    Status shared = ErrnoError("make shared:", dir_);
-    ::umount2(dir_.c_str(), MNT_DETACH);
-    return shared;
-  }
-  return Status::Ok();
+  return MakeSharedVia(spawner_, dir_);
 }
 
 Status PodShare::RemoveAll() {
-  HULL_RETURN_IF_ERROR(UnmountAll(dir_));
+  HULL_RETURN_IF_ERROR(UnmountAllVia(spawner_, dir_));
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
   if (ec) return InternalError("remove " + dir_ + ": " + ec.message());

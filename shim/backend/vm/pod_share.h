@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/spawner.h"
 #include "base/status.h"
 
 namespace hull::shim::vm {
@@ -40,7 +41,9 @@ Result<std::string> GuestSpecJson(const std::string& host_spec_json, const std::
 
 class PodShare {
  public:
-  explicit PodShare(std::string dir) : dir_(std::move(dir)) {}
+  // Its mounts are the spawner's when `spawner` is set (a confined server,
+  // vm_spawner.h).
+  PodShare(std::string dir, SpawnerClient* spawner) : dir_(std::move(dir)), spawner_(spawner) {}
 
   const std::string& dir() const { return dir_; }
 
@@ -51,8 +54,10 @@ class PodShare {
   Status MakeShared();
 
   // Makes `<share>/<id>/` with the container's rootfs (`host_rootfs`) and the
-  // spec's bind sources mounted in; undoes it all on failure.
-  Result<GuestContainer> AddContainer(const std::string& id, const std::string& host_rootfs,
+  // spec's bind sources mounted in; undoes it all on failure. `bundle` is
+  // the container's (whose config.json is `host_spec_json`).
+  Result<GuestContainer> AddContainer(const std::string& id, const std::string& bundle,
+                                      const std::string& host_rootfs,
                                       const std::string& host_spec_json,
                                       const std::set<int>& pod_inits = {});
   // Unmounts and removes `<share>/<id>/` (idempotent).
@@ -62,6 +67,7 @@ class PodShare {
 
  private:
   std::string dir_;
+  SpawnerClient* spawner_;
 };
 
 }  // namespace hull::shim::vm

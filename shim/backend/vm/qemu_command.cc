@@ -212,14 +212,7 @@ std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& op
   // QEMU 7.2 takes x-ignore-shared only over QMP, so the stream is named
   // there too.
   if (ram.incoming) argv.insert(argv.end(), {"-incoming", "defer"});
-  // QEMU's own seccomp filter: no obsolete calls, no set*id, no fork or
-  // exec (templates migrate to and from descriptors hull opens), no
-  // scheduler or affinity changes.
-  if (options.jail) {
-    argv.insert(
-        argv.end(),
-        {"-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"});
-  }
+  if (options.jail) argv.insert(argv.end(), {"-sandbox", std::string(kQemuSandboxOptions)});
   if (microvm) {
     argv.insert(argv.begin() + 3, {"-global", "virtio-mmio.force-legacy=false"});
   }
@@ -237,7 +230,11 @@ std::optional<SpawnJail> QemuJail(const VmOptions& options,
     const std::filesystem::path hidden(dir);
     bool holds = false;
     for (const std::string& path : needed) {
-      const std::filesystem::path p = std::filesystem::path(path).lexically_normal();
+      // Where it really is: an asset reached through a symlink into /home
+      // keeps /home.
+      std::error_code real_ec;
+      std::filesystem::path p = std::filesystem::canonical(path, real_ec);
+      if (real_ec) p = std::filesystem::path(path).lexically_normal();
       auto [end, unused] = std::mismatch(hidden.begin(), hidden.end(), p.begin(), p.end());
       if (end == hidden.end()) holds = true;
     }

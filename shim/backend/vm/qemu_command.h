@@ -53,6 +53,12 @@ Result<HostCapacity> ReadHostCapacity();
 // `vcpus` or `memory_mib`.
 Status CheckFits(uint32_t vcpus, uint64_t memory_mib, const HostCapacity& host);
 
+// QEMU's own seccomp filter when [vm] jail is on: no obsolete calls, no
+// set*id, no fork or exec (templates migrate to and from descriptors hull
+// opens), no scheduler or affinity changes.
+inline constexpr std::string_view kQemuSandboxOptions =
+    "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny";
+
 // The runtime-spec version the guest image's runtime takes: tools/guest-image
 // packs Debian 12's crun 1.8.1, whose banner says "spec: 1.1.0-rc.1". The
 // agent's crun checks each spec against what it reports itself; the host

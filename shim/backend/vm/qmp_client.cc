@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "base/spawner_wire.h"
+#include "base/fd_passing.h"
 
 namespace hull::shim::vm {
 
@@ -49,8 +49,8 @@ void QmpClient::Execute(const std::string& command, nlohmann::json arguments, Do
   if (!arguments.empty()) request["arguments"] = std::move(arguments);
   std::string line = request.dump() + "\n";
   // A command is a few hundred bytes: the socket buffer takes it whole.
-  Status sent = spawner_wire::SendMessage(
-      fd_.get(), line, pass_fd >= 0 ? std::vector<int>{pass_fd} : std::vector<int>{});
+  Status sent = SendWithFds(fd_.get(), line,
+                            pass_fd >= 0 ? std::vector<int>{pass_fd} : std::vector<int>{}, "QMP");
   if (!sent.ok()) {
     waiting_.push_back(std::move(done));
     return Fail(sent.WithContext("QMP send " + command));

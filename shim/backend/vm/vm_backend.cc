@@ -106,7 +106,8 @@ void VmBackend::Create(const CreateRequest& req, Done done) {
   for (const auto& [other, c] : containers_) {
     if (c.init_pid > 0) pod_inits.insert(c.init_pid);
   }
-  Result<GuestContainer> guest = share_->AddContainer(req.id, *rootfs, *spec, pod_inits);
+  Result<GuestContainer> guest =
+      share_->AddContainer(req.id, req.bundle, *rootfs, *spec, pod_inits);
   if (!guest) return Post(std::move(done), guest.error().WithContext("create " + req.id));
   const bool terminal = !req.stdio.console_socket.empty();
 

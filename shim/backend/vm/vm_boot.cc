@@ -17,6 +17,7 @@
 #include "shim/backend/vm/pod_network.h"
 #include "shim/backend/vm/vm_backend.h"
 #include "shim/backend/vm/vm_backend_internal.h"
+#include "shim/backend/vm/vm_spawner.h"
 #include "shim/mount/mount.h"
 
 namespace hull::shim::vm {
@@ -157,7 +158,7 @@ void VmBackend::StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> c
                 .share_dir = run_dir_ + "/share"};
   Status made = MakeDirs(paths.share_dir, 0700);
   if (!made.ok()) return FailBoot(boot, made);
-  share_ = std::make_unique<PodShare>(paths.share_dir);
+  share_ = std::make_unique<PodShare>(paths.share_dir, reaper_.spawner());
   std::vector<std::string> needed = {boot->assets.qemu, boot->assets.kernel, boot->assets.initramfs,
                                      run_dir_, bundle_};
   if (clone) needed.push_back(boot->clone_of->dir);
@@ -262,8 +263,8 @@ Result<std::optional<PodNic>> VmBackend::WireNetwork(const PodNetworkSpec& net, 
   auto start = std::chrono::steady_clock::now();
   netns_path_ = net.netns_path;
   // A tap left by an earlier shim of this pod goes first.
-  UnwirePodNetwork(netns_path_).IgnoreError();
-  Result<PodNic> nic = WirePodNetwork(netns_path_);
+  UnwirePodNetworkVia(reaper_.spawner(), netns_path_).IgnoreError();
+  Result<PodNic> nic = WirePodNetworkVia(reaper_.spawner(), netns_path_);
   boot->network_setup_us = std::chrono::duration_cast<std::chrono::microseconds>(
                                std::chrono::steady_clock::now() - start)
                                .count();
@@ -489,7 +490,7 @@ void VmBackend::StopVm(std::function<void()> then) {
 
 void VmBackend::CleanUp() {
   if (!netns_path_.empty()) {
-    Status unwired = UnwirePodNetwork(netns_path_);
+    Status unwired = UnwirePodNetworkVia(reaper_.spawner(), netns_path_);
     if (!unwired.ok()) log_.Warn("pod {}: {}", sandbox_id_, unwired.ToString());
     netns_path_.clear();
   }
@@ -499,7 +500,7 @@ void VmBackend::CleanUp() {
     (void)removed;
     share_.reset();
   } else {
-    UnmountAll(run_dir_ + "/share").IgnoreError();
+    UnmountAllVia(reaper_.spawner(), run_dir_ + "/share").IgnoreError();
   }
   std::error_code ec;
   std::filesystem::remove_all(run_dir_, ec);

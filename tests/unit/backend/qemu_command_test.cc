@@ -131,6 +131,17 @@ TEST(QemuArgvTest, JailedUnlessTurnedOff) {
   jail = QemuJail(VmOptions{}, {"/home/me/hull/build/guest-image/vmlinux", "/root2/x"});
   ASSERT_TRUE(jail.has_value());
   EXPECT_EQ(jail->hide, (std::vector<std::string>{"/etc", "/root"}));
+  // Where the path really is: an asset reached through a symlink into /etc
+  // keeps /etc.
+  char dir[] = "/tmp/hull-qemu-jail-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string link = std::string(dir) + "/kernel";
+  ASSERT_EQ(::symlink("/etc/hostname", link.c_str()), 0);
+  jail = QemuJail(VmOptions{}, {link});
+  ::unlink(link.c_str());
+  ::rmdir(dir);
+  ASSERT_TRUE(jail.has_value());
+  EXPECT_EQ(jail->hide, (std::vector<std::string>{"/home", "/root"}));
 }
 
 // A template and its clone differ only in the RAM backend's share, the

@@ -32,11 +32,26 @@ Result<pid_t> WritePayload(std::string_view payload, std::vector<UniqueFd>& fds)
   return pid;
 }
 
+// Entry 1 (a call): answers "<payload>!" with a pipe whose write end holds
+// the payload.
+Result<SpawnerReply> EchoWithAPipe(std::string_view payload, std::vector<UniqueFd>& fds) {
+  if (!fds.empty()) return InvalidArgumentError("wants no descriptor");
+  HULL_ASSIGN_OR_RETURN(Pipe pipe, MakePipe());
+  if (::write(pipe.write.get(), payload.data(), payload.size()) !=
+      static_cast<ssize_t>(payload.size())) {
+    return ErrnoError("write");
+  }
+  SpawnerReply reply{.data = std::string(payload) + "!"};
+  reply.fds.push_back(std::move(pipe.read));
+  return reply;
+}
+
 class SpawnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     fds_before_ = testing::CountOpenFds();
-    std::vector<SpawnerEntry> entries = {{"write", WritePayload}};
+    std::vector<SpawnerEntry> entries = {{.name = "write", .run = WritePayload},
+                                         {.name = "echo", .call = EchoWithAPipe}};
     spawner_ = std::move(*SpawnerClient::Start(std::move(entries)));
     loop_ = std::move(*EventLoop::Create());
     reaper_ = std::move(
@@ -121,6 +136,56 @@ TEST_F(SpawnerTest, UnknownEntryAndBadRequestsAreInvalidArgument) {
   EXPECT_EQ(pid.error().code(), Code::kInvalidArgument);
   // The spawner still serves.
   EXPECT_EQ(RunToEnd({"/bin/true"}).exit_status, 0);
+}
+
+TEST_F(SpawnerTest, CallsAnswerWithDataAndDescriptors) {
+  Result<SpawnerReply> reply = spawner_->Call(1, "tap", {});
+  ASSERT_TRUE(reply.has_value()) << reply.error().ToString();
+  EXPECT_EQ(reply->data, "tap!");
+  ASSERT_EQ(reply->fds.size(), 1u);
+  char buf[8] = {};
+  EXPECT_EQ(::read(reply->fds[0].get(), buf, sizeof buf), 3);
+  EXPECT_STREQ(buf, "tap");
+  // The entry's error comes back with its code; a call of a run entry, or
+  // a run of a call entry, is no such entry.
+  Result<Pipe> pipe = MakePipe();
+  ASSERT_TRUE(pipe.has_value());
+  reply = spawner_->Call(1, "x", {pipe->write.get()});
+  ASSERT_FALSE(reply.has_value());
+  EXPECT_EQ(reply.error().code(), Code::kInvalidArgument);
+  EXPECT_NE(reply.error().message().find("wants no descriptor"), std::string::npos);
+  reply = spawner_->Call(0, "x", {});
+  ASSERT_FALSE(reply.has_value());
+  EXPECT_EQ(reply.error().message(), "spawner: no such entry");
+  Result<pid_t> pid = spawner_->Run(1, "x", {});
+  ASSERT_FALSE(pid.has_value());
+  EXPECT_EQ(pid.error().message(), "spawner: no such entry");
+  EXPECT_EQ(RunToEnd({"/bin/true"}).exit_status, 0);
+}
+
+// A jail travels with the spawn: the child keeps only its capabilities.
+TEST_F(SpawnerTest, AJailedSpawnKeepsOnlyItsCapabilities) {
+  if (::geteuid() != 0) GTEST_SKIP() << "a jail needs root";
+  CommandResult r = [&] {
+    Result<Pipe> out = MakePipe();
+    EXPECT_TRUE(out.has_value());
+    Result<pid_t> pid = reaper_->Spawn(SpawnOptions{
+        .argv = {"/bin/sh", "-c", "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; ls /etc"},
+        .fds = {{1, out->write.get()}},
+        .jail = SpawnJail{.hide = {"/etc"}, .capabilities = 0x1f}});
+    EXPECT_TRUE(pid.has_value()) << pid.error().ToString();
+    out->write.reset();
+    std::optional<int> status;
+    if (pid) reaper_->Watch(*pid, [&](int s) { status = s; });
+    EXPECT_TRUE(loop_->RunUntil([&] { return status.has_value(); }, milliseconds(5000)));
+    CommandResult result;
+    char buf[512];
+    for (ssize_t n; (n = ::read(out->read.get(), buf, sizeof buf)) > 0;) result.out.append(buf, n);
+    result.exit_status = ExitStatusFromWait(status.value_or(0));
+    return result;
+  }();
+  EXPECT_EQ(r.exit_status, 0) << r.out;
+  EXPECT_EQ(r.out, "CapEff:\t000000000000001f\nNoNewPrivs:\t1\n");
 }
 
 TEST_F(SpawnerTest, ManyExitsArriveEachOnce) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/mountinfo.h"
+#include "tests/support/privileged.h"
 #include "tests/support/temp_dir.h"
 
 namespace hull::shim {
@@ -23,17 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> MountsBelow(const std::string& path) {
-  std::vector<std::string> out;
-  auto table = ReadMountInfo();
-  EXPECT_TRUE(table.has_value());
-  for (const auto& m : *table) {
-    if (m.mount_point == path || m.mount_point.starts_with(path + "/")) {
-      out.push_back(m.mount_point);
-    }
-  }
-  return out;
-}
+using hull::testing::MountsBelow;
 
 google::protobuf::RepeatedPtrField<containerd::types::Mount> Tmpfs() {
   google::protobuf::RepeatedPtrField<containerd::types::Mount> rootfs;
@@ -48,9 +39,9 @@ class SpawnerMountsTest : public ::testing::Test {
  protected:
   hull::testing::TempDir tmp_{"hull-spawner-mounts"};
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root (mount(2))";
-    if (::unshare(CLONE_NEWNS) != 0) GTEST_SKIP() << "cannot unshare the mount namespace";
-    ASSERT_EQ(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0);
+    if (std::string why = hull::testing::EnterPrivateMountNamespace(); !why.empty()) {
+      GTEST_SKIP() << why;
+    }
     ASSERT_TRUE(tmp_.ok());
     root_ = fs::canonical(tmp_.path());
     ASSERT_EQ(::mount("tmpfs", root_.c_str(), "tmpfs", 0, "mode=0755"), 0);
@@ -68,11 +59,7 @@ class SpawnerMountsTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (spawner_) {
-      pid_t pid = spawner_->pid();
-      spawner_.reset();  // EOF: the spawner exits
-      ::waitpid(pid, nullptr, 0);
-    }
+    hull::testing::StopSpawner(spawner_);
     if (root_.empty()) return;
     ::umount2((bundles_ / "c1" / "rootfs").c_str(), MNT_DETACH);
     ::umount2(root_.c_str(), MNT_DETACH);

@@ -8,6 +8,9 @@
 
 #include <filesystem>
 
+#include "shim/backend/vm/qemu_command.h"
+#include "shim/backend/vm/vm_backend.h"
+#include "shim/backend/vm/vm_template.h"
 #include "tests/support/temp_dir.h"
 
 namespace hull::shim {
@@ -29,7 +32,7 @@ class SpawnPolicyTest : public ::testing::Test {
     config.runtime.binary_name = "/bin/true";  // any executable: never run here
     config.runtime.runtime_flags = {{"network", "none"}};
     config.security.logging_binaries = {"/usr/local/bin/logger"};
-    policy_.emplace(MakeSpawnPolicy(config, "k8s.io", {bundles_.string()}));
+    policy_.emplace(MakeSpawnPolicy(config, "k8s.io", {bundles_.string()}, "/nonexistent/hull"));
     ASSERT_TRUE(policy_->runtime_error.ok()) << policy_->runtime_error.ToString();
   }
 
@@ -95,10 +98,93 @@ TEST_F(SpawnPolicyTest, EverythingElseIsRefused) {
 TEST_F(SpawnPolicyTest, AVmPodStartsNoOciRuntime) {
   ShimConfig config;
   config.runtime.binary_name = "vm";
-  SpawnPolicy vm = MakeSpawnPolicy(config, "k8s.io", {bundles_.string()});
+  SpawnPolicy vm = MakeSpawnPolicy(config, "k8s.io", {bundles_.string()}, "/nonexistent/hull");
   EXPECT_FALSE(vm.runtime.has_value());
   EXPECT_EQ(CheckSpawn(vm, SpawnOptions{.argv = {"/bin/true", "--version"}}).code(),
             Code::kPermissionDenied);
+}
+
+// A vm pod's QEMU (vm_spawner.h): the command lines QemuArgv makes for a
+// pod of the policy's bundles (a cold boot, a template VM, a clone), with
+// the configured assets and jail, pass; anything that would give QEMU
+// another file, device, helper or less of a jail is refused.
+TEST_F(SpawnPolicyTest, QemuStartsOnlyAsTheVmBackendMakesIt) {
+  fs::create_directories(bundles_ / "pod1");
+  VmOptions options;  // [vm] jail = true
+  const vm::GuestAssets assets{
+      .qemu = "/usr/bin/qemu-system-x86_64", .kernel = "/g/vmlinuz", .initramfs = "/g/initrd"};
+  SpawnPolicy policy = *policy_;
+  policy.qemu = vm::QemuRule{.assets = assets,
+                             .jail = vm::QemuJail(options, {}),
+                             .pod = vm::ReadVmPod((bundles_ / "pod1").string())};
+  const std::string run = std::string(vm::kRunRoot) + "/pod1";
+  const vm::VmPaths pod{.agent_socket = run + "/agent.sock",
+                        .console_log = (bundles_ / "pod1" / "vm-console.log").string(),
+                        .share_dir = run + "/share"};
+  const std::string tmpl = std::string(vm::kTemplateRoot) + "/abc.build";
+  const vm::VmPaths template_vm{.agent_socket = tmpl + "/agent.sock",
+                                .console_log = tmpl + "/console.log",
+                                .share_dir = tmpl + "/share"};
+  const vm::GuestNic nic{.fd = 3, .mac = "02:00:00:00:00:01"};
+  auto spawn = [&](Argv argv) {
+    return SpawnOptions{.argv = std::move(argv),
+                        .fds = {{1, 1}, {2, 2}},
+                        .parent_death_signal = 9,
+                        .jail = vm::QemuJail(options, {assets.qemu, run})};
+  };
+  const Argv cold = vm::QemuArgv(assets, options, 2, 376, pod, "2000000", nic, {});
+  const Argv template_argv = vm::QemuArgv(
+      assets, options, 2, 376, template_vm, "2000000", vm::GuestNic{.fd = -1, .mac = nic.mac},
+      vm::GuestRam{.file = tmpl + "/ram", .share = true, .qmp_socket = tmpl + "/qmp.sock"});
+  const Argv clone = vm::QemuArgv(assets, options, 2, 376, pod, "2000000", nic,
+                                  vm::GuestRam{.file = std::string(vm::kTemplateRoot) + "/abc/ram",
+                                               .incoming = true,
+                                               .qmp_socket = run + "/qmp.sock"});
+  for (const Argv& argv : {cold, template_argv, clone}) {
+    Status allowed = CheckSpawn(policy, spawn(argv));
+    EXPECT_TRUE(allowed.ok()) << allowed.ToString();
+  }
+
+  auto refused = [&](SpawnOptions options, std::string_view why) {
+    Status s = CheckSpawn(policy, options);
+    EXPECT_EQ(s.code(), Code::kPermissionDenied) << why << ": " << s.ToString();
+  };
+  auto with = [&](std::string_view option, std::string value) {
+    Argv argv = cold;
+    argv.insert(argv.end(), {std::string(option), std::move(value)});
+    return spawn(argv);
+  };
+  auto replaced = [&](std::string_view from, std::string_view to) {
+    Argv argv = cold;
+    for (std::string& arg : argv) {
+      if (size_t at = arg.find(from); at != std::string::npos) arg.replace(at, from.size(), to);
+    }
+    return spawn(argv);
+  };
+  refused(with("-drive", "file=/etc/shadow,format=raw"), "a host file as a disk");
+  refused(with("-virtfs", "local,path=/,mount_tag=root,security_model=none"), "the host's root");
+  refused(with("-netdev", "tap,id=n1,script=/tmp/x.sh"), "a script QEMU would run");
+  refused(with("-device", "vfio-pci,host=00:02.0"), "a host device");
+  refused(with("-chardev", "file,id=c2,path=/etc/cron.d/x"), "a host file to write");
+  refused(with("-object", "memory-backend-file,id=r2,size=1M,mem-path=/etc/passwd"),
+          "host RAM file");
+  refused(with("-machine", "memory-backend=ram0,dump-guest-core=on"), "a machine property");
+  refused(replaced("/g/vmlinuz", "/tmp/other-kernel"), "another kernel");
+  refused(replaced(run + "/share", "/"), "the host's root as the share");
+  refused(replaced("pod1", "c1"), "another pod's run directory and console");
+  refused(replaced("pod1/share", "pod1/share/../../.."), "a share that climbs out");
+  SpawnOptions unjailed = spawn(cold);
+  unjailed.jail.reset();
+  refused(unjailed, "no jail while [vm] jail is on");
+  SpawnOptions more_caps = spawn(cold);
+  more_caps.jail->capabilities |= uint64_t{1} << 21;  // CAP_SYS_ADMIN
+  refused(more_caps, "a capability the jail never keeps");
+  Argv no_sandbox = cold;
+  no_sandbox.erase(std::find(no_sandbox.begin(), no_sandbox.end(), "-sandbox"), no_sandbox.end());
+  refused(spawn(no_sandbox), "without QEMU's own seccomp sandbox");
+  SpawnOptions env = spawn(cold);
+  env.env = std::vector<std::string>{"LD_PRELOAD=/tmp/x.so"};
+  refused(env, "an environment of the server's");
 }
 
 }  // namespace
