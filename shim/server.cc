@@ -18,6 +18,7 @@
 #include "base/logging.h"
 #include "base/reaper.h"
 #include "base/spawner.h"
+#include "shim/backend/make_backend.h"
 #include "shim/backend/vm/vm_spawner.h"
 #include "shim/cli/start.h"
 #include "shim/config/config.h"
@@ -82,12 +83,16 @@ Result<std::unique_ptr<SpawnerClient>> StartConfined(const ShimConfig& config,
   std::vector<SpawnerEntry> mounts = MountSpawnerEntries(bundles);
   entries[kMountSpawnerEntry] = std::move(mounts[0]);
   entries[kUnmountSpawnerEntry] = std::move(mounts[1]);
-  const vm::VmPod vm_pod = vm::ReadVmPod(WorkingDirectory());
-  std::vector<SpawnerEntry> vm_entries = vm::VmSpawnerEntries(vm_pod);
-  entries[vm::kVmNetworkSpawnerEntry] = std::move(vm_entries[0]);
-  entries[vm::kVmShareSpawnerEntry] = std::move(vm_entries[1]);
   SpawnPolicy policy = MakeSpawnPolicy(config, ns, bundles, SelfExecutable());
-  if (policy.qemu) policy.qemu->pod = vm_pod;
+  // A VM pod's network and share entries only for a vm server: another
+  // pod's server has no tap to make and no share to mount ("no such entry").
+  if (IsVm(config.runtime)) {
+    const vm::VmPod vm_pod = vm::ReadVmPod(WorkingDirectory());
+    std::vector<SpawnerEntry> vm_entries = vm::VmSpawnerEntries(vm_pod);
+    entries[vm::kVmNetworkSpawnerEntry] = std::move(vm_entries[0]);
+    entries[vm::kVmShareSpawnerEntry] = std::move(vm_entries[1]);
+    if (policy.qemu) policy.qemu->pod = vm_pod;
+  }
   if (!policy.runtime_error.ok()) {
     log.Warn("spawner: no runtime calls allowed: {}", policy.runtime_error.ToString());
   }

@@ -51,11 +51,6 @@ Result<std::string> ResolveBinary(const std::string& binary) {
   return NotFoundError("runtime binary \"" + binary + "\" not found in PATH");
 }
 
-// The vm backend's name for `runtime` (the key that picks runc, crun, runsc).
-bool IsVm(const RuntimeOptions& options) {
-  return options.binary_name == "vm";
-}
-
 std::string Basename(std::string_view path) {
   return std::string(path.substr(path.rfind('/') + 1));
 }
@@ -72,6 +67,10 @@ bool IsDirectory(const std::string& path) {
 }
 
 }  // namespace
+
+bool IsVm(const RuntimeOptions& options) {
+  return options.binary_name == "vm";
+}
 
 Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
                                              const RuntimeOptions& options, const std::string& ns,

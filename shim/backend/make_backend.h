@@ -27,6 +27,10 @@ using runtime::ExecRequest;
 using runtime::ProcessStdio;
 using runtime::SandboxRequest;
 
+// The pod runs in the vm backend (`runtime = "vm"`, the key that otherwise
+// names runc, crun or runsc).
+bool IsVm(const RuntimeOptions& options);
+
 // Makes the backend of one pod from the runtime options of its first
 // container.
 using BackendFactory = std::function<Result<std::unique_ptr<Backend>>(const RuntimeOptions&)>;

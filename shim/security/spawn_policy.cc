@@ -85,7 +85,7 @@ Status CheckLogger(const SpawnOptions& options) {
 SpawnPolicy MakeSpawnPolicy(const ShimConfig& config, const std::string& ns,
                             const std::vector<std::string>& bundles, const std::string& self_exe) {
   SpawnPolicy policy{.bundles = bundles, .logging_binaries = config.security.logging_binaries};
-  if (config.runtime.binary_name == "vm") {
+  if (IsVm(config.runtime)) {
     Result<vm::GuestAssets> assets =
         vm::ResolveGuestAssets(config.runtime.vm, vm::GuestAssetDirs(self_exe));
     if (assets) {
