@@ -18,6 +18,7 @@
 #include "base/logging.h"
 #include "base/reaper.h"
 #include "base/spawner.h"
+#include "runtime/oci_cli/sandbox_bundle.h"
 #include "shim/backend/make_backend.h"
 #include "shim/backend/vm/vm_spawner.h"
 #include "shim/cli/start.h"
@@ -25,6 +26,7 @@
 #include "shim/config/server_config.h"
 #include "shim/mount/spawner_mounts.h"
 #include "shim/pod/pod.h"
+#include "shim/pod/pod_cgroup.h"
 #include "shim/publisher.h"
 #include "shim/sandbox/pause_process.h"
 #include "shim/sandbox/sandbox_service.h"
@@ -71,19 +73,23 @@ std::string BundleId(const std::string& bundle) {
 // [security] confine: forks the spawner, then confines this process. The
 // spawner is forked first so that nothing it starts inherits the filter.
 // Its entries: the pause process, the rootfs mounts of bundles beside the
-// server's own (the server keeps no CAP_SYS_ADMIN), and a VM pod's network
-// and share (vm_spawner.h). It starts only what
+// server's own (the server keeps no CAP_SYS_ADMIN), following the server
+// into its cgroup (pod_cgroup.h), and a VM pod's network and share
+// (vm_spawner.h). It starts only what
 // the server's configuration names (SpawnPolicy), and logs each refusal to
 // the shim's log itself.
 Result<std::unique_ptr<SpawnerClient>> StartConfined(const ShimConfig& config,
                                                      const std::string& ns, Logger& log) {
   const std::vector<std::string> bundles = BundleDirs(WorkingDirectory());
-  std::vector<SpawnerEntry> entries(vm::kVmShareSpawnerEntry + 1);
+  std::vector<SpawnerEntry> entries(kFollowCgroupSpawnerEntry + 1);
   entries[kPauseSpawnerEntry] = PauseSpawnerEntry();
   std::vector<SpawnerEntry> mounts = MountSpawnerEntries(bundles);
   entries[kMountSpawnerEntry] = std::move(mounts[0]);
   entries[kUnmountSpawnerEntry] = std::move(mounts[1]);
+  entries[kFollowCgroupSpawnerEntry] = FollowCgroupSpawnerEntry();
   SpawnPolicy policy = MakeSpawnPolicy(config, ns, bundles, SelfExecutable());
+  policy.sandbox_bundle =
+      WorkingDirectory() + "/" + std::string(runtime::oci_cli::kSandboxBundleDir);
   // A VM pod's network and share entries only for a vm server: another
   // pod's server has no tap to make and no share to mount ("no such entry").
   if (IsVm(config.runtime)) {

@@ -98,7 +98,16 @@ pc_cri() {
 # json_get KEY: KEY of the JSON object on stdin.
 json_get() { /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
-pc_shims() { pgrep -f "containerd-shim-hull-v2 .*$PC_SOCK" || true; }
+# Every hull process of this containerd, servers and their spawners.
+pc_hull_processes() { pgrep -f "containerd-shim-hull-v2 .*$PC_SOCK" || true; }
+# The hull servers of this containerd: not their spawners (the same binary
+# and command line, named hull-spawner; confined servers have one).
+pc_shims() {
+  local pid
+  for pid in $(pgrep -f "containerd-shim-hull-v2 .*$PC_SOCK"); do
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = hull-spawner ] || echo "$pid"
+  done
+}
 
 pc_pod_network() {
   PC_BRIDGE=hullpc$(($$ % 100000))

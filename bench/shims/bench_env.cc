@@ -45,15 +45,14 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::Create(const BenchOptions& options) 
   std::unique_ptr<BenchEnv> env(new BenchEnv());
   std::string error;
   itest::ContainerdOptions containerd_options;
-  if (options.confine) containerd_options.hull_server_config = "[security]\nconfine = true\n";
+  containerd_options.hull_server_config =
+      options.confine ? "[security]\nconfine = true\n" : "[security]\nconfine = false\n";
   env->containerd_ = itest::PrivateContainerd::Start(containerd_options, &error);
   if (env->containerd_ == nullptr) return UnavailableError("start containerd: " + error);
   if (!options.debug_log) HULL_RETURN_IF_ERROR(UseInfoLogLevel(*env->containerd_));
   // The shim-start phase runs `start` itself, with this process's
   // environment: it must name the same config as containerd's.
-  if (options.confine) {
-    ::setenv("HULL_CONFIG", (env->containerd_->dir() + "/hull-server.toml").c_str(), 1);
-  }
+  ::setenv("HULL_CONFIG", (env->containerd_->dir() + "/hull-server.toml").c_str(), 1);
   if (!env->containerd_->ImportImages("default", &error)) {
     return UnavailableError("import images: " + error);
   }

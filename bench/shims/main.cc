@@ -8,7 +8,7 @@
 //               [--exec-runs N] [--start-runs N] [--alone-runs N]
 //               [--state-calls N] [--state-rounds N] [--pods N]
 //               [--grouped-pods N] [--grouped-size N] [--memory-rounds N]
-//               [--big-memory-rounds N] [--settle-ms N] [--debug-log] [--confine]
+//               [--big-memory-rounds N] [--settle-ms N] [--debug-log] [--unconfined]
 #include <unistd.h>
 
 #include <cstdio>
@@ -34,7 +34,8 @@ constexpr char kUsage[] =
     "       [--exec-runs N] [--start-runs N] [--alone-runs N] [--state-calls N]\n"
     "       [--state-rounds N] [--pods N] [--grouped-pods N] [--grouped-size N]\n"
     "       [--memory-rounds N] [--big-memory-rounds N] [--settle-ms N] [--debug-log]\n"
-    "       [--confine]   hull's servers run with [security] confine = true\n";
+    "       [--unconfined]   hull's servers run with [security] confine = false\n"
+    "                        (confined, the default, otherwise)\n";
 
 struct Flags {
   PhaseOptions phases;
@@ -74,8 +75,8 @@ Result<Flags> ParseFlags(int argc, char** argv) {
                   .settle = std::chrono::milliseconds(500)};
     } else if (arg == "--debug-log") {
       f.env.debug_log = true;
-    } else if (arg == "--confine") {
-      f.env.confine = true;
+    } else if (arg == "--unconfined") {
+      f.env.confine = false;
     } else if (i + 1 < argc && (ints.contains(arg) || arg == "--settle-ms" || arg == "--phases")) {
       std::string value = argv[++i];
       if (arg == "--phases") {
@@ -168,12 +169,13 @@ int Main(int argc, char** argv) {
     }
   }
   char load[256];
-  std::snprintf(load, sizeof load,
-                "Load average (1 min): %.2f before, %.2f after; %.0f s in all. "
-                "containerd log level: %s. hull servers confined: %s.",
-                load_before, LoadAverage(), MillisecondsSince(started) / 1000,
-                flags->env.debug_log ? "debug (shims get -debug)" : "info",
-                flags->env.confine ? "yes ([security] confine = true)" : "no");
+  std::snprintf(
+      load, sizeof load,
+      "Load average (1 min): %.2f before, %.2f after; %.0f s in all. "
+      "containerd log level: %s. hull servers confined: %s.",
+      load_before, LoadAverage(), MillisecondsSince(started) / 1000,
+      flags->env.debug_log ? "debug (shims get -debug)" : "info",
+      flags->env.confine ? "yes ([security] confine = true)" : "no ([security] confine = false)");
   report.Note(load);
   std::printf("%s%s", Machine().c_str(), report.Markdown().c_str());
   return 0;

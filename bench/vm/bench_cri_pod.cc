@@ -15,10 +15,10 @@
 // pods, the shim for the others), 5 s after the last container started.
 // Prints Markdown tables. Needs root and the guest image next to the shim
 // (tools/guest-image --out <build>/guest-image).
-// Usage: bench_cri_pod [--runs N] [--density N (10)] [--confine];
-// HULL_BENCH_VM_TOML adds lines to the VM handlers' [vm] table; --confine
-// gives their servers [security] confine = true (docs/security.md, "VM pods
-// confined").
+// Usage: bench_cri_pod [--runs N] [--density N (10)] [--unconfined];
+// HULL_BENCH_VM_TOML adds lines to the VM handlers' [vm] table; the VM
+// handlers' servers are confined, as by default (docs/security.md, "VM pods
+// confined"), or with --unconfined have [security] confine = false.
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,9 +59,9 @@ struct Handler {
 int Main(int argc, char** argv) {
   int runs = 3;
   int density = 10;
-  bool confine = false;
+  bool confine = true;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--confine") confine = true;
+    if (std::string(argv[i]) == "--unconfined") confine = false;
     if (std::string(argv[i]) == "--runs" && i + 1 < argc) runs = std::atoi(argv[++i]);
     if (std::string(argv[i]) == "--density" && i + 1 < argc) density = std::atoi(argv[++i]);
   }
@@ -78,7 +78,7 @@ int Main(int argc, char** argv) {
     std::ofstream(config) << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\n"
                           << vm_toml << "\ntemplates = "
                           << (std::string(name) == "hull-vm-clone" ? "true" : "false") << "\n"
-                          << (confine ? "[security]\nconfine = true\n" : "");
+                          << "[security]\nconfine = " << (confine ? "true" : "false") << "\n";
     const std::string table =
         std::string("[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.") + name;
     handlers_toml += table + "]\n  runtime_type = \"io.containerd.hull.v2\"\n" + table +

@@ -99,7 +99,19 @@ void OciCliBackend::DestroySandboxNow() {
   // The sandbox process and runsc's gofer are children of this server (its
   // subreaper), and the loop's reaper no longer runs: `runsc delete --force`
   // would wait for them to go and see zombies. So kill the sandbox and reap
-  // what exits first; the server is ending, every exit is its own.
+  // what exits first; the server is ending, every exit is its own. A
+  // confined server's children are its spawner's: it reaps them, and the
+  // server reads their exits, and starts the deletes, through it.
+  SpawnerClient* spawner = reaper_.spawner();
+  std::vector<SpawnerExit> exits;
+  auto reap = [&]() -> pid_t {
+    if (spawner == nullptr) return ::waitpid(-1, nullptr, WNOHANG);
+    if (exits.empty() && !spawner->ReadExits(exits).ok()) return -1;
+    if (exits.empty()) return 0;
+    const pid_t reaped = exits.back().pid;
+    exits.pop_back();
+    return reaped;
+  };
   Result<std::string> text = ReadFile(sandbox_->dir + "/sandbox.pid");
   const pid_t pid = text ? static_cast<pid_t>(std::strtol(text->c_str(), nullptr, 10)) : 0;
   if (pid > 0) ::kill(pid, SIGKILL);
@@ -107,7 +119,7 @@ void OciCliBackend::DestroySandboxNow() {
   auto quiet_since = std::chrono::steady_clock::now();
   bool sandbox_reaped = pid <= 0;
   while (std::chrono::steady_clock::now() < deadline) {
-    pid_t reaped = ::waitpid(-1, nullptr, WNOHANG);
+    pid_t reaped = reap();
     if (reaped < 0) break;  // no child left
     if (reaped > 0) {
       sandbox_reaped = sandbox_reaped || reaped == pid;
@@ -128,7 +140,7 @@ void OciCliBackend::DestroySandboxNow() {
   ids.push_back(sandbox_->id);  // the sandbox last
   for (const std::string& id : ids) {
     // Best effort: the server is ending and nobody is left to tell.
-    (void)RunBlocking(argv_.Delete(id, /*force=*/true), kDeleteNowTimeout);
+    (void)RunBlocking(argv_.Delete(id, /*force=*/true), kDeleteNowTimeout, spawner);
   }
   RemoveOrphanRunscLocks(argv_.config().root, sandbox_->id);
   RemoveSandboxBundle(sandbox_->dir);

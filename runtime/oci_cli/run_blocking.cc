@@ -23,15 +23,32 @@ int WaitFor(pid_t pid) {
   return status;
 }
 
+// The wait status of `pid`, one of `spawner`'s children, from its exits
+// channel; -1 past `deadline` or when the spawner is gone.
+int WaitForSpawned(SpawnerClient& spawner, pid_t pid,
+                   std::chrono::steady_clock::time_point deadline) {
+  while (true) {
+    std::vector<SpawnerExit> exits;
+    if (!spawner.ReadExits(exits).ok()) return -1;
+    for (const SpawnerExit& exit : exits) {
+      if (exit.pid == pid) return exit.wait_status;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return -1;
+    pollfd pfd{.fd = spawner.exits_fd(), .events = POLLIN, .revents = 0};
+    if (::poll(&pfd, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) return -1;
+  }
+}
+
 }  // namespace
 
 Result<CommandResult> RunBlocking(const std::vector<std::string>& argv,
-                                  std::chrono::milliseconds timeout) {
+                                  std::chrono::milliseconds timeout, SpawnerClient* spawner) {
   HULL_ASSIGN_OR_RETURN(Pipe out, MakePipe());
   HULL_ASSIGN_OR_RETURN(Pipe err, MakePipe());
-  HULL_ASSIGN_OR_RETURN(
-      pid_t pid,
-      Spawn(SpawnOptions{.argv = argv, .fds = {{1, out.write.get()}, {2, err.write.get()}}}));
+  const SpawnOptions options{.argv = argv, .fds = {{1, out.write.get()}, {2, err.write.get()}}};
+  HULL_ASSIGN_OR_RETURN(pid_t pid, spawner != nullptr ? spawner->Spawn(options) : Spawn(options));
   out.write.reset();
   err.write.reset();
 
@@ -39,12 +56,15 @@ Result<CommandResult> RunBlocking(const std::vector<std::string>& argv,
   UniqueFd* fds[2] = {&out.read, &err.read};
   std::string* sinks[2] = {&result.out, &result.err};
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto wait = [&] {
+    return spawner != nullptr ? WaitForSpawned(*spawner, pid, deadline) : WaitFor(pid);
+  };
   while (out.read || err.read) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       ::kill(pid, SIGKILL);
-      WaitFor(pid);
+      wait();
       return DeadlineExceededError(argv[0] + " did not finish within " +
                                    std::to_string(timeout.count()) + " ms");
     }
@@ -60,7 +80,7 @@ Result<CommandResult> RunBlocking(const std::vector<std::string>& argv,
     if (ready < 0 && errno != EINTR) {
       Status status = ErrnoError("poll", "output of " + argv[0]);
       ::kill(pid, SIGKILL);
-      WaitFor(pid);
+      wait();
       return status;
     }
     for (nfds_t k = 0; ready > 0 && k < n; ++k) {
@@ -77,8 +97,11 @@ Result<CommandResult> RunBlocking(const std::vector<std::string>& argv,
                                 kMaxCaptured - std::min(kMaxCaptured, sink.size())));
     }
   }
-  int status = WaitFor(pid);
-  if (status < 0) return ErrnoError("waitpid", argv[0]);
+  int status = wait();
+  if (status < 0) {
+    return spawner != nullptr ? DeadlineExceededError("no exit of " + argv[0] + " from the spawner")
+                              : ErrnoError("waitpid", argv[0]);
+  }
   result.exit_status = ExitStatusFromWait(status);
   return result;
 }

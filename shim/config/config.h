@@ -70,7 +70,7 @@ bool operator==(const TtrpcLimits& a, const TtrpcLimits& b);
 struct SecurityOptions {
   // Fork a privileged spawner, then drop the server's capabilities, set
   // NoNewPrivs and install its seccomp filter.
-  bool confine = false;
+  bool confine = true;
   // The binary:// logging binaries a confined server's spawner starts
   // (absolute paths); any other is refused.
   std::vector<std::string> logging_binaries;

@@ -205,13 +205,13 @@ Status Pod::JoinPodCgroup(const std::string& id, const std::string& bundle, cons
       SetUpPodCgroup("create " + id, spec.CgroupsPath(), config, size, own_cgroup, ctx_.log));
   if (!setup) return Status::Ok();
   auto undo = [&] {
-    LeavePodCgroup(setup->placement, ServerProcesses(), setup->cgroupfs).IgnoreError();
+    LeavePodCgroup(setup->placement, ::getpid(), setup->cgroupfs, [this] {
+      return SpawnerFollows();
+    }).IgnoreError();
   };
   if (!setup->placement.shim_leaf.empty()) {
-    Status placed = Status::Ok();
-    for (pid_t pid : ServerProcesses()) {
-      if (placed.ok()) placed = PlaceShim(setup->placement, pid, setup->cgroupfs);
-    }
+    Status placed = PlaceShim(setup->placement, ::getpid(), setup->cgroupfs);
+    if (placed.ok()) placed = SpawnerFollows();
     if (!placed.ok()) {
       undo();
       return placed.WithContext("place the shim in the pod cgroup");
@@ -227,10 +227,11 @@ Status Pod::JoinPodCgroup(const std::string& id, const std::string& bundle, cons
   return Status::Ok();
 }
 
-std::vector<pid_t> Pod::ServerProcesses() const {
-  std::vector<pid_t> pids = {::getpid()};
-  if (const SpawnerClient* spawner = ctx_.reaper.spawner()) pids.push_back(spawner->pid());
-  return pids;
+Status Pod::SpawnerFollows() {
+  SpawnerClient* spawner = ctx_.reaper.spawner();
+  if (spawner == nullptr) return Status::Ok();
+  Result<SpawnerReply> followed = spawner->Call(kFollowCgroupSpawnerEntry, "", {});
+  return followed ? Status::Ok() : followed.error();
 }
 
 void Pod::Leave() {
@@ -240,7 +241,8 @@ void Pod::Leave() {
     ctx_.log.Warn("pod cgroup {}: cannot find the cgroup2 mount to leave it", placement_->pod);
     return;
   }
-  Status left = LeavePodCgroup(*placement_, ServerProcesses(), host->unified->mount_point);
+  Status left = LeavePodCgroup(*placement_, ::getpid(), host->unified->mount_point,
+                               [this] { return SpawnerFollows(); });
   if (!left.ok()) {
     ctx_.log.Warn("pod cgroup {}: {}", placement_->pod, left.ToString());
   } else {

@@ -121,9 +121,9 @@ class Pod {
                                  std::string_view who, const Logger& log);
 
  private:
-  // This server, and its spawner when it is confined (docs/security.md):
-  // what goes into the pod cgroup's shim leaf and back out.
-  std::vector<pid_t> ServerProcesses() const;
+  // A confined server's spawner (docs/security.md) joins the server's
+  // cgroup, wherever the server has just moved itself; nothing unconfined.
+  Status SpawnerFollows();
   // The pod cgroup for a pause container that `start` did not prepare, or
   // the record for another container; see Admit.
   Status JoinPodCgroup(const std::string& id, const std::string& bundle, const oci::Spec& spec,

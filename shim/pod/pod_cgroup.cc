@@ -94,11 +94,11 @@ Status PlaceShim(const PodCgroupPlacement& placement, pid_t pid, const fs::path&
 }
 
 Status LeavePodCgroup(const PodCgroupPlacement& placement, pid_t self, const fs::path& cgroupfs) {
-  return LeavePodCgroup(placement, std::vector<pid_t>{self}, cgroupfs);
+  return LeavePodCgroup(placement, self, cgroupfs, nullptr);
 }
 
-Status LeavePodCgroup(const PodCgroupPlacement& placement, const std::vector<pid_t>& processes,
-                      const fs::path& cgroupfs) {
+Status LeavePodCgroup(const PodCgroupPlacement& placement, pid_t self, const fs::path& cgroupfs,
+                      const std::function<Status()>& follow) {
   Status first = Status::Ok();
   auto keep = [&first](Status s) {
     if (first.ok() && !s.ok()) first = std::move(s);
@@ -108,13 +108,33 @@ Status LeavePodCgroup(const PodCgroupPlacement& placement, const std::vector<pid
     if (!origin) {
       keep(origin.error());
     } else {
-      for (pid_t pid : processes) {
-        keep(origin->AddProcess(pid).WithContext("return to cgroup " + placement.origin));
-      }
+      keep(origin->AddProcess(self).WithContext("return to cgroup " + placement.origin));
+      if (follow) keep(follow().WithContext("return to cgroup " + placement.origin));
     }
   }
   keep(RemovePlacementCgroups(placement, cgroupfs));
   return first;
+}
+
+SpawnerEntry FollowCgroupSpawnerEntry() {
+  return SpawnerEntry{
+      .name = "follow-cgroup",
+      .call = [](std::string_view payload, std::vector<UniqueFd>& fds) -> Result<SpawnerReply> {
+        if (!payload.empty() || !fds.empty()) {
+          return InvalidArgumentError("follow-cgroup takes no payload and no descriptor");
+        }
+        HULL_ASSIGN_OR_RETURN(cgroups::ProcessCgroups server,
+                              cgroups::ReadProcessCgroups(::getppid()));
+        if (!server.unified) return FailedPreconditionError("the server has no cgroup v2 path");
+        HULL_ASSIGN_OR_RETURN(cgroups::Host host, cgroups::DetectHost());
+        if (!host.unified) return FailedPreconditionError("no cgroup2 mount");
+        HULL_ASSIGN_OR_RETURN(
+            cgroups::Manager cgroup,
+            cgroups::Manager::Unified(*server.unified, host.unified->mount_point));
+        HULL_RETURN_IF_ERROR_CTX(cgroup.AddProcess(::getpid()),
+                                 "spawner follows the server to " + *server.unified);
+        return SpawnerReply{};
+      }};
 }
 
 Status RemovePlacementCgroups(const PodCgroupPlacement& placement, const fs::path& cgroupfs) {

@@ -13,11 +13,13 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/spawner.h"
 #include "base/status.h"
 #include "cgroups/cgroups.h"
 #include "oci/sizing.h"
@@ -67,10 +69,20 @@ Status PlaceShim(const PodCgroupPlacement& placement, pid_t pid,
 // it) is FailedPrecondition and stays.
 Status LeavePodCgroup(const PodCgroupPlacement& placement, pid_t self,
                       const std::filesystem::path& cgroupfs);
-// Same for several processes (a confined server and its spawner,
-// docs/security.md): each goes back to `origin` before the cgroups go.
-Status LeavePodCgroup(const PodCgroupPlacement& placement, const std::vector<pid_t>& processes,
-                      const std::filesystem::path& cgroupfs);
+// Same, for a confined server (docs/security.md): once `self` is back in
+// `origin`, `follow` has its spawner join it, before the cgroups go.
+Status LeavePodCgroup(const PodCgroupPlacement& placement, pid_t self,
+                      const std::filesystem::path& cgroupfs, const std::function<Status()>& follow);
+
+// The spawner entry that moves a confined server's spawner into the server's
+// own cgroup v2 (read from /proc/<its parent>/cgroup): the spawner moves
+// itself, because a server cannot move it. The kernel's cpuset check refuses
+// to move a process whose permitted capabilities are not a subset of the
+// mover's, and the spawner has every one. It takes no payload: the server
+// can only have the spawner follow it, never send it elsewhere. Registered
+// at index kFollowCgroupSpawnerEntry.
+inline constexpr uint32_t kFollowCgroupSpawnerEntry = 5;
+SpawnerEntry FollowCgroupSpawnerEntry();
 
 // Removes the leaf and (if hull created it) the pod cgroup, moving nothing:
 // for undoing a failed `start` after its server was killed.

@@ -36,6 +36,9 @@ constexpr const char* kAllowed[] = {
     // descriptors and I/O: ttrpc, stdio copying, FIFOs, pipes, files
     "read", "write", "readv", "writev", "pread64", "pwrite64", "lseek", "close", "fcntl", "ioctl",
     "pipe", "pipe2", "dup", "dup2", "dup3",
+    // std::filesystem::copy_file (the pause binary into a Sandbox API pod's
+    // runsc bundle)
+    "sendfile", "copy_file_range",
     // sockets: the ttrpc listener and connections, containerd's events
     // socket, the spawner's channels, console sockets
     "socket", "socketpair", "bind", "listen", "accept4", "connect", "shutdown", "getsockname",

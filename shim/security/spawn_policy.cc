@@ -1,6 +1,7 @@
 #include "shim/security/spawn_policy.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 #include <string_view>
 
@@ -39,6 +40,18 @@ const std::string* ValueOf(const Argv& argv, size_t from, size_t to, std::string
   return nullptr;
 }
 
+// `dir` is one of the pod's bundles: right below one of policy.bundles, or
+// the pod's sandbox bundle (both where they really are).
+bool IsPodBundle(const SpawnPolicy& policy, const std::string& dir) {
+  if (InBundleDirs(policy.bundles, dir, "")) return true;
+  if (policy.sandbox_bundle.empty()) return false;
+  std::error_code ec, sandbox_ec;
+  const std::filesystem::path real = std::filesystem::canonical(dir, ec);
+  const std::filesystem::path sandbox =
+      std::filesystem::canonical(policy.sandbox_bundle, sandbox_ec);
+  return !ec && !sandbox_ec && real == sandbox;
+}
+
 Status CheckRuntimeCall(const SpawnPolicy& policy, const SpawnOptions& options) {
   const Argv& argv = options.argv;
   if (options.env.has_value() || !options.cwd.empty()) {
@@ -50,7 +63,9 @@ Status CheckRuntimeCall(const SpawnPolicy& policy, const SpawnOptions& options) 
   runtime::oci_cli::RuntimeConfig config = policy.runtime->config();
   const std::string* log = ValueOf(argv, 1, policy.runtime_global_end, "--log");
   if (log != nullptr) {
-    if (!InBundleDirs(policy.bundles, *log, "log.json")) {
+    const std::filesystem::path log_path(*log);
+    if (!log_path.is_absolute() || log_path.filename() != "log.json" ||
+        !IsPodBundle(policy, log_path.parent_path().string())) {
       return Refused(argv, "--log is not a bundle's log.json");
     }
     config.log_path = *log;
@@ -63,7 +78,7 @@ Status CheckRuntimeCall(const SpawnPolicy& policy, const SpawnOptions& options) 
   if (!kRuntimeCommands.contains(command)) return Refused(argv, "not a command hull uses");
   if (command == "create" || command == "restore") {
     const std::string* bundle = ValueOf(argv, prefix.size(), argv.size(), "--bundle");
-    if (bundle == nullptr || !InBundleDirs(policy.bundles, *bundle, "")) {
+    if (bundle == nullptr || !IsPodBundle(policy, *bundle)) {
       return Refused(argv, "the bundle is not one of this namespace's");
     }
   }

@@ -33,6 +33,10 @@ struct SpawnPolicy {
   Status runtime_error;
   // Where the pod's bundles are (BundleDirs of the server's own bundle).
   std::vector<std::string> bundles;
+  // A Sandbox API pod's own runtime bundle (the server's bundle's
+  // hull-sandbox, runtime/oci_cli/sandbox_bundle.h), where a runsc sandbox
+  // is created: a bundle of the pod too. Empty: none.
+  std::string sandbox_bundle;
   // [security] logging_binaries: the only binary:// loggers it starts.
   std::vector<std::string> logging_binaries;
 };

@@ -141,17 +141,7 @@ class CriTest : public ::testing::Test {
 
   // hull shim processes serving this containerd (not a confined server's
   // spawner, which has the same command line: docs/security.md).
-  std::vector<pid_t> HullShims() const {
-    std::vector<pid_t> shims;
-    for (pid_t pid : ProcessesMatching(containerd_->address())) {
-      if (Cmdline(pid).find("containerd-shim-hull-v2") == std::string::npos) continue;
-      std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-      std::string name;
-      comm >> name;
-      if (name != "hull-spawner") shims.push_back(pid);
-    }
-    return shims;
-  }
+  std::vector<pid_t> HullShims() const { return HullServers(containerd_->address()); }
 
   // The host pid of a task's init, from `ctr task ls`.
   pid_t TaskPid(const std::string& id) {

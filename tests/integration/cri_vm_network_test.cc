@@ -224,7 +224,7 @@ TEST_P(CriVmPodTest, ConfinedServerRunsTheVmPodAndItsNetwork) {
   EXPECT_EQ(field(server, "CapEff"), "000000000000002b");
   EXPECT_EQ(field(server, "Seccomp"), "2");
   EXPECT_EQ(field(server, "NoNewPrivs"), "1");
-  EXPECT_EQ(field(qemus[0], "CapEff"), "000000000000001f");
+  EXPECT_EQ(field(qemus[0], "CapEff"), "000000000000000b");
   EXPECT_EQ(field(qemus[0], "Seccomp"), "2");
   EXPECT_NE(Cmdline(qemus[0]).find("-netdev tap,id=net0,fd=3"), std::string::npos);
 

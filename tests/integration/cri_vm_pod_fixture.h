@@ -253,13 +253,8 @@ class CriVmPodTest : public ::testing::TestWithParam<Containerd> {
     return address.rfind("unix://", 0) == 0 ? address.substr(7) : "";
   }
 
-  std::vector<pid_t> HullShims() const {
-    std::vector<pid_t> shims;
-    for (pid_t pid : ProcessesMatching(containerd_->address())) {
-      if (Cmdline(pid).find("containerd-shim-hull-v2") != std::string::npos) shims.push_back(pid);
-    }
-    return shims;
-  }
+  // The pods' hull servers (not their spawners).
+  std::vector<pid_t> HullShims() const { return HullServers(containerd_->address()); }
 
   // The QEMU processes of `pod` (their command line names its run directory).
   std::vector<pid_t> Qemus(const std::string& pod) const {

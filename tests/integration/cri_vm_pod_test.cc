@@ -397,7 +397,7 @@ TEST_P(CriVmPodTest, PodSurvivesAContainerdRestart) {
   ASSERT_TRUE(two.ok) << two.error << "\n" << containerd_->LogTail();
   const std::string c2 = two.body.value("container_id", "");
   std::vector<pid_t> shims = HullShims();
-  ASSERT_EQ(shims.size(), 1u);
+  ASSERT_EQ(shims.size(), 1u) << DescribeProcesses(ProcessesMatching(containerd_->address()));
   std::vector<pid_t> qemus = Qemus(pod);
   ASSERT_EQ(qemus.size(), 1u);
   const std::string socket = ShimSocket(pod);

@@ -1,8 +1,8 @@
 // [security] confine = true under a real containerd 1.6 (docs/security.md):
 // the server runs with the reduced capability set, NoNewPrivs and a seccomp
 // filter; its spawner does not, and containers get exactly what their spec
-// gives them, once per runtime. The whole ctr suite runs confined with
-// HULL_TEST_CONFINE=1 (docs/testing.md).
+// gives them, once per runtime. It is the default, so every other suite
+// runs confined servers too (docs/testing.md).
 #include <sys/wait.h>
 
 #include <cstdint>
@@ -14,7 +14,7 @@ namespace {
 
 class HullConfinedTest : public HullCtrTest {
  protected:
-  bool Confined() const override { return true; }
+  std::string ServerConfig() const override { return kConfinedServerConfig; }
 };
 
 // CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_KILL (shim/security/confine.cc):
@@ -177,16 +177,27 @@ INSTANTIATE_TEST_SUITE_P(Runtimes, HullConfinedTest, ::testing::Values("runc", "
 
 // [security] where operators configure a runtime handler (issue 26, 5): the
 // handler's own file, ctr's --runtime-config-path or a CRI handler's
-// ConfigPath. The servers' config file (HULL_CONFIG) does not confine them
-// here. Runtime-independent: runc only.
+// ConfigPath. The servers' config file (HULL_CONFIG) turns confinement off
+// here (`confine = false`, kept for debugging). Runtime-independent: runc
+// only.
 class HullHandlerSecurityTest : public HullCtrTest {
  protected:
-  void SetUp() override {
-    const char* confine = std::getenv("HULL_TEST_CONFINE");
-    if (confine != nullptr && std::string_view(confine) == "1") {
-      GTEST_SKIP() << "HULL_TEST_CONFINE=1 confines every server through HULL_CONFIG";
-    }
-    HullCtrTest::SetUp();
+  std::string ServerConfig() const override { return "[security]\nconfine = false\n"; }
+
+  // Runs t1 and checks that its server is confined (Seccomp 2, NoNewPrivs,
+  // the four capabilities, one spawner), then removes it.
+  void RunT1Confined() {
+    CommandResult r = Run({"-d"}, "t1", {"sleep", "1000"});
+    ASSERT_TRUE(r.ok()) << r.Describe();
+    std::vector<pid_t> shims = Shims();
+    ASSERT_EQ(shims.size(), 1u) << DescribeShims();
+    std::string server = ProcStatus(shims[0]);
+    EXPECT_EQ(Field(server, "Seccomp"), "2") << server;
+    EXPECT_EQ(Field(server, "NoNewPrivs"), "1") << server;
+    EXPECT_EQ(Hex(Field(server, "CapEff")), kServerCaps) << server;
+    EXPECT_EQ(ServerAndSpawner(shims[0]).size(), 2u);
+    RemoveContainer("t1");
+    EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 20s)) << DescribeShims();
   }
 
   std::string ContainerdLog() const {
@@ -200,16 +211,7 @@ class HullHandlerSecurityTest : public HullCtrTest {
 // `Seccomp: 0`).
 TEST_P(HullHandlerSecurityTest, HandlerFileConfinesTheServer) {
   std::ofstream(config_) << ConfigText() << "[security]\nconfine = true\n";
-  CommandResult r = Run({"-d"}, "t1", {"sleep", "1000"});
-  ASSERT_TRUE(r.ok()) << r.Describe();
-  std::vector<pid_t> shims = Shims();
-  ASSERT_EQ(shims.size(), 1u) << DescribeShims();
-  std::string server = ProcStatus(shims[0]);
-  EXPECT_EQ(Field(server, "Seccomp"), "2") << server;
-  EXPECT_EQ(Field(server, "NoNewPrivs"), "1") << server;
-  EXPECT_EQ(Hex(Field(server, "CapEff")), kServerCaps) << server;
-  RemoveContainer("t1");
-  EXPECT_TRUE(WaitUntil([&] { return Shims().empty(); }, 20s)) << DescribeShims();
+  RunT1Confined();
 }
 
 // A container of a pod whose server runs unconfined, whose own handler file
@@ -245,6 +247,20 @@ TEST_P(HullHandlerSecurityTest, ContainerAskingAnUnconfinedServerToConfineIsRefu
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, HullHandlerSecurityTest, ::testing::Values("runc"));
+
+// Confinement is the default (issue 26, item 6): no file says `confine`
+// (HULL_CONFIG has only logging_binaries, the handler's file only the
+// runtime), and the server is confined all the same, with its spawner.
+class HullDefaultSecurityTest : public HullHandlerSecurityTest {
+ protected:
+  std::string ServerConfig() const override { return ""; }
+};
+
+TEST_P(HullDefaultSecurityTest, WithNoSettingTheServerIsConfined) {
+  RunT1Confined();
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtimes, HullDefaultSecurityTest, ::testing::Values("runc"));
 
 }  // namespace
 }  // namespace hull::itest

@@ -92,7 +92,7 @@ class HullCtrTest : public ::testing::TestWithParam<std::string> {
       GTEST_SKIP() << reason;
     }
     ContainerdOptions options;
-    if (Confined()) options.hull_server_config = kConfinedServerConfig;
+    options.hull_server_config = ServerConfig();
     if (OnContainerd2()) {
       std::string why_not;
       options.containerd_dir = Containerd2Dir(&why_not);
@@ -124,10 +124,9 @@ class HullCtrTest : public ::testing::TestWithParam<std::string> {
 
   bool IsRunsc() const { return GetParam() == "runsc"; }
 
-  // The shim servers run confined ([security] confine, docs/security.md):
-  // always in shim_confine_test; in every suite when HULL_TEST_CONFINE=1
-  // (the harness then confines them, see ContainerdOptions).
-  virtual bool Confined() const { return false; }
+  // What hull's servers read as HULL_CONFIG ("": kHarnessServerConfig, the
+  // defaults: confined servers, docs/security.md).
+  virtual std::string ServerConfig() const { return ""; }
 
   // Every test runs once per runtime on Debian's containerd 1.6.20
   // (instantiation "Runtimes/") and on containerd 2.x ("Containerd2/", see

@@ -223,7 +223,13 @@ std::optional<SpawnJail> QemuJail(const VmOptions& options,
                                   const std::vector<std::string>& needed) {
   if (!options.jail) return std::nullopt;
   SpawnJail jail;
-  for (int cap : {CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID}) {
+  // What the 9p export needs, and no more than a confined server has: on
+  // cgroup v1 the server moves QEMU into the pod cgroup, and cpuset's
+  // attach check refuses a target whose permitted set is not a subset of the
+  // mover's (unless it has CAP_SYS_NICE). CAP_DAC_OVERRIDE covers what
+  // CAP_DAC_READ_SEARCH would; without CAP_FSETID a write to a setuid file
+  // through the share clears the bit, as for an unprivileged writer.
+  for (int cap : {CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER}) {
     jail.capabilities |= uint64_t{1} << cap;
   }
   for (const char* dir : {"/etc", "/home", "/root"}) {

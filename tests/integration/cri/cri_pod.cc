@@ -137,6 +137,26 @@ std::string Cmdline(pid_t pid) {
   return s;
 }
 
+std::vector<pid_t> HullServers(const std::string& address) {
+  std::vector<pid_t> servers;
+  for (pid_t pid : ProcessesMatching(address)) {
+    if (Cmdline(pid).find("containerd-shim-hull-v2") == std::string::npos) continue;
+    if (ReadText("/proc/" + std::to_string(pid) + "/comm") != "hull-spawner\n") {
+      servers.push_back(pid);
+    }
+  }
+  return servers;
+}
+
+std::string DescribeProcesses(const std::vector<pid_t>& pids) {
+  std::string out;
+  for (pid_t pid : pids) {
+    out += "\n  " + ReadText("/proc/" + std::to_string(pid) + "/stat").substr(0, 60) +
+           " cmd=" + Cmdline(pid);
+  }
+  return out;
+}
+
 pid_t ParentPid(pid_t pid) {
   std::string stat = ReadText("/proc/" + std::to_string(pid) + "/stat");
   size_t paren = stat.rfind(')');

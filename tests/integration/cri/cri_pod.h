@@ -63,6 +63,11 @@ std::string ReadText(const std::string& path);
 std::string Cmdline(pid_t pid);
 // From /proc/<pid>/stat; -1 when the process is gone.
 pid_t ParentPid(pid_t pid);
+// The hull servers of the containerd at `address`: its containerd-shim-hull-v2
+// processes but their spawners (the same command line, named hull-spawner).
+std::vector<pid_t> HullServers(const std::string& address);
+// pid, name, state, parent and command line of each of `pids`: for messages.
+std::string DescribeProcesses(const std::vector<pid_t>& pids);
 // The shim that started `pid`'s lineage: its parent, or, for a confined
 // server (docs/security.md), its parent's parent when the parent is the
 // server's hull-spawner.

@@ -131,19 +131,14 @@ bool PrivateContainerd::Launch(std::string* error) {
                                .pipe_stdin = false,
                                .output_fd = log.get()};
   std::string server_config = options_.hull_server_config;
-  const char* confine = std::getenv("HULL_TEST_CONFINE");
-  if (server_config.empty() && confine != nullptr && std::string_view(confine) == "1") {
-    server_config = kConfinedServerConfig;
-  }
+  if (server_config.empty()) server_config = kHarnessServerConfig;
   for (size_t at = server_config.find("$DIR"); at != std::string::npos;
        at = server_config.find("$DIR", at + dir_.size())) {
     server_config.replace(at, 4, dir_);
   }
-  if (!server_config.empty()) {
-    const std::string hull_config = dir_ + "/hull-server.toml";
-    std::ofstream(hull_config) << server_config;
-    spawn.extra_env.push_back("HULL_CONFIG=" + hull_config);
-  }
+  const std::string hull_config = dir_ + "/hull-server.toml";
+  std::ofstream(hull_config) << server_config;
+  spawn.extra_env.push_back("HULL_CONFIG=" + hull_config);
   if (!internal::Spawn(spawn, &daemon_, error)) return false;
 
   // Ready when the socket answers; give up early if the daemon dies.

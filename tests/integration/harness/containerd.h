@@ -26,8 +26,13 @@ namespace internal {
 class SharedHostDirs;
 }
 
-// Confined servers ([security], docs/security.md) whose spawner starts one
-// logging binary: $DIR/logger.sh, where tests that use one put it.
+// What hull's servers read as HULL_CONFIG when a test names nothing else:
+// the defaults (confined servers, docs/security.md), and one logging binary
+// for their spawner to start: $DIR/logger.sh, where tests that use one put
+// it.
+inline constexpr const char* kHarnessServerConfig =
+    "[security]\nlogging_binaries = [\"$DIR/logger.sh\"]\n";
+// The same, confined in so many words, whatever the default.
 inline constexpr const char* kConfinedServerConfig =
     "[security]\nconfine = true\nlogging_binaries = [\"$DIR/logger.sh\"]\n";
 
@@ -60,9 +65,9 @@ struct ContainerdOptions {
   // Non-empty: written to <dir>/hull-server.toml, which containerd's
   // environment names as HULL_CONFIG, so hull's servers read it at start
   // (the [ttrpc] and [security] sections); "$DIR" in it is the daemon's
-  // directory. Left empty, and with HULL_TEST_CONFINE=1 in the test's
-  // environment, it is kConfinedServerConfig: any suite runs with confined
-  // servers.
+  // directory. Left empty, it is kHarnessServerConfig. A runtime handler's
+  // own file (ctr's --runtime-config-path, a CRI handler's ConfigPath)
+  // replaces it for that handler's servers (docs/config.md).
   std::string hull_server_config;
   // How long Start/Restart wait for the daemon to answer.
   std::chrono::milliseconds start_timeout = std::chrono::seconds(30);

@@ -170,6 +170,18 @@ std::vector<pid_t> ProcessesMatching(const std::string& cmdline_substring) {
   return pids;
 }
 
+std::vector<pid_t> ServerAndSpawner(pid_t server) {
+  std::vector<pid_t> out = {server};
+  const std::string self = std::to_string(server);
+  std::istringstream children(internal::ReadFile("/proc/" + self + "/task/" + self + "/children"));
+  for (pid_t child; children >> child;) {
+    std::string comm = internal::ReadFile("/proc/" + std::to_string(child) + "/comm");
+    if (comm == "hull-spawner\n") out.push_back(child);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<std::string> SocketsUnder(const std::string& dir) {
   std::vector<std::string> sockets;
   std::error_code ec;

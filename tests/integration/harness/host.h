@@ -33,6 +33,11 @@ std::vector<std::string> MountsUnder(const std::string& prefix);
 // spaces, contains `cmdline_substring`. Never includes the caller.
 std::vector<pid_t> ProcessesMatching(const std::string& cmdline_substring);
 
+// A hull server and its spawner (its child named hull-spawner, when it is
+// confined: docs/security.md), in pid order: the processes that move
+// together between cgroups.
+std::vector<pid_t> ServerAndSpawner(pid_t server);
+
 // Unix sockets (by file type) at any depth under `dir`.
 std::vector<std::string> SocketsUnder(const std::string& dir);
 

@@ -125,7 +125,7 @@ TEST(QemuArgvTest, JailedUnlessTurnedOff) {
 
   std::optional<SpawnJail> jail = QemuJail(VmOptions{}, {"/usr/bin/qemu", "/run/hull/vm/p"});
   ASSERT_TRUE(jail.has_value());
-  EXPECT_EQ(jail->capabilities, 0x1fu);  // chown .. fsetid
+  EXPECT_EQ(jail->capabilities, 0x0bu);  // chown, dac_override, fowner
   EXPECT_EQ(jail->hide, (std::vector<std::string>{"/etc", "/home", "/root"}));
   // A directory that holds a path QEMU opens stays (a checkout in /home).
   jail = QemuJail(VmOptions{}, {"/home/me/hull/build/guest-image/vmlinux", "/root2/x"});

@@ -608,5 +608,23 @@ TEST(MakeBackendTest, AConfinedServerMakesTheVmBackend) {
   EXPECT_EQ(::waitpid(pid, nullptr, 0), pid);
 }
 
+// RunBlocking through a spawner (a confined server at its end, when its loop
+// no longer runs): the spawner starts the call, its output is captured, and
+// its exit comes from the spawner's exits channel.
+TEST(RunBlockingTest, ThroughASpawnerTheExitComesFromIt) {
+  auto spawner = SpawnerClient::Start({});
+  ASSERT_TRUE(spawner.has_value()) << spawner.error().ToString();
+  Result<CommandResult> r = oci_cli::RunBlocking(
+      {"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, 10s, spawner->get());
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(r->out, "out\n");
+  EXPECT_EQ(r->err, "err\n");
+  EXPECT_EQ(r->exit_status, 3);
+  // Past its deadline the call is killed, and says so.
+  r = oci_cli::RunBlocking({"/bin/sleep", "30"}, 200ms, spawner->get());
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), Code::kDeadlineExceeded);
+}
+
 }  // namespace
 }  // namespace hull::shim

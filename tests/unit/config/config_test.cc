@@ -179,15 +179,17 @@ TEST_F(ConfigTest, TtrpcKeysOneByOneAndTheirRanges) {
   EXPECT_EQ(c.ttrpc.max_connections, 1u);  // refused files change nothing
 }
 
-TEST_F(ConfigTest, SecurityConfineIsABoolOffByDefault) {
+// On by default (issue 26, item 6); `confine = false` stays for debugging.
+TEST_F(ConfigTest, SecurityConfineIsABoolOnByDefault) {
   ShimConfig c;
-  EXPECT_FALSE(c.security.confine);
-  ASSERT_TRUE(ApplyToml("[security]\nconfine = true\n", "test", c).ok());
   EXPECT_TRUE(c.security.confine);
+  ASSERT_TRUE(ApplyToml("[security]\nconfine = false\n", "test", c).ok());
+  EXPECT_FALSE(c.security.confine);
   for (const char* bad : {"[security]\nconfine = 1\n", "[security]\nconfined = true\n"}) {
     EXPECT_EQ(ApplyToml(bad, "test", c).code(), Code::kInvalidArgument) << bad;
   }
-  EXPECT_TRUE(c.security.confine);
+  EXPECT_FALSE(c.security.confine);
+  EXPECT_NE(ToToml(ShimConfig{}).find("confine = true"), std::string::npos);
 }
 
 TEST_F(ConfigTest, LoggingBinariesAreAbsolutePaths) {

@@ -50,7 +50,7 @@ TEST(DifferingKeysTest, NamesEachKeyOfASectionAndTopLevelKeys) {
   ShimConfig a;
   ShimConfig b;
   EXPECT_TRUE(DifferingKeys(a, b, ServerWideKeys()).empty());
-  b.security.confine = true;
+  b.security.confine = false;
   b.ttrpc.max_connections = 7;
   b.log_level = LogLevel::kWarn;
   b.runtime.binary_name = "crun";  // not server-wide: the pod refuses it itself
@@ -58,7 +58,7 @@ TEST(DifferingKeysTest, NamesEachKeyOfASectionAndTopLevelKeys) {
   ASSERT_EQ(d.size(), 3u);
   EXPECT_EQ(d[0], (KeyDifference{"log_level", "'info'", "'warn'"}));
   EXPECT_EQ(d[1], (KeyDifference{"ttrpc.max_connections", "256", "7"}));
-  EXPECT_EQ(d[2], (KeyDifference{"security.confine", "false", "true"}));
+  EXPECT_EQ(d[2], (KeyDifference{"security.confine", "true", "false"}));
 }
 
 // The bundle's copy wins over the config file: it is the config file under
@@ -134,8 +134,8 @@ class CheckServerWideKeysTest : public ServerConfigTest {
 
 TEST_F(CheckServerWideKeysTest, AskingAnUnconfinedServerForConfinementIsRefusedAndLogged) {
   ShimConfig server;
+  server.security.confine = false;
   ShimConfig container;
-  container.security.confine = true;
   Status status;
   std::string log = Check(server, container, &status);
   EXPECT_EQ(status.code(), Code::kFailedPrecondition);
@@ -145,8 +145,8 @@ TEST_F(CheckServerWideKeysTest, AskingAnUnconfinedServerForConfinementIsRefusedA
 
 TEST_F(CheckServerWideKeysTest, OtherServerWideKeysAreLoggedNotApplied) {
   ShimConfig server;
-  server.security.confine = true;
   ShimConfig container;
+  container.security.confine = false;
   container.ttrpc.partial_frame_timeout_ms = 5;
   Status status;
   std::string log = Check(server, container, &status);

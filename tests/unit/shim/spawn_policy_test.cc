@@ -95,6 +95,25 @@ TEST_F(SpawnPolicyTest, EverythingElseIsRefused) {
   EXPECT_EQ(Check({}).code(), Code::kInvalidArgument);
 }
 
+// A Sandbox API pod's runsc sandbox is created in the server's own bundle's
+// hull-sandbox (runtime/oci_cli/sandbox_bundle.h): that bundle, and its
+// log.json, pass; another directory below a bundle does not.
+TEST_F(SpawnPolicyTest, TheSandboxApiPodsOwnBundlePasses) {
+  const fs::path sandbox = bundles_ / "c1" / "hull-sandbox";
+  fs::create_directories(sandbox);
+  fs::create_directories(bundles_ / "c1" / "other");
+  auto create_in = [&](const fs::path& dir) {
+    runtime::oci_cli::RuntimeConfig config = policy_->runtime->config();
+    config.log_path = (dir / "log.json").string();
+    return ArgvBuilder(policy_->runtime->flavour(), config)
+        .Create({.id = "s", .bundle = dir.string(), .pid_file = (dir / "init.pid").string()});
+  };
+  EXPECT_EQ(Check(create_in(sandbox)).code(), Code::kPermissionDenied);  // not named yet
+  policy_->sandbox_bundle = sandbox.string();
+  EXPECT_TRUE(Check(create_in(sandbox)).ok()) << Check(create_in(sandbox)).ToString();
+  EXPECT_EQ(Check(create_in(bundles_ / "c1" / "other")).code(), Code::kPermissionDenied);
+}
+
 TEST_F(SpawnPolicyTest, AVmPodStartsNoOciRuntime) {
   ShimConfig config;
   config.runtime.binary_name = "vm";
