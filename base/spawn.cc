@@ -1,6 +1,7 @@
 #include "base/spawn.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
@@ -52,7 +53,8 @@ int LastCapability() {
 
 // SpawnJail, in the child. Async-signal-safe: `hide` are C strings made
 // before the fork.
-bool EnterJail(const std::vector<const char*>& hide, uint64_t keep, int last_cap) {
+bool EnterJail(const std::vector<const char*>& hide, const SpawnJail& jail, int last_cap) {
+  const uint64_t keep = jail.capabilities;
   if (::unshare(CLONE_NEWNS) != 0) return false;
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) return false;
   for (const char* dir : hide) {
@@ -63,6 +65,13 @@ bool EnterJail(const std::vector<const char*>& hide, uint64_t keep, int last_cap
   }
   for (int cap = 0; cap <= last_cap; ++cap) {
     if ((keep >> cap & 1) == 0 && ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) return false;
+  }
+  if (jail.uid != 0) {
+    // Leaving uid 0 (without PR_SET_KEEPCAPS) clears the permitted,
+    // effective and ambient sets.
+    if (::setgroups(jail.groups.size(), jail.groups.data()) != 0) return false;
+    if (::setresgid(jail.gid, jail.gid, jail.gid) != 0) return false;
+    if (::setresuid(jail.uid, jail.uid, jail.uid) != 0) return false;
   }
   __user_cap_header_struct header{.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
   __user_cap_data_struct data[2] = {};
@@ -133,6 +142,9 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
     for (const std::string& dir : options.jail->hide) hide.push_back(dir.c_str());
     last_cap = LastCapability();
     if (last_cap < 0) return InternalError("spawn: cannot read /proc/sys/kernel/cap_last_cap");
+    if (options.jail->uid != 0 && options.jail->capabilities != 0) {
+      return InvalidArgumentError("spawn: a jail with its own user keeps no capability");
+    }
   }
 
   sigset_t empty;
@@ -168,7 +180,7 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
     if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) {
       ChildFail(report.write.get(), kStageChdir);
     }
-    if (options.jail && !EnterJail(hide, options.jail->capabilities, last_cap)) {
+    if (options.jail && !EnterJail(hide, *options.jail, last_cap)) {
       ChildFail(report.write.get(), kStageJail);
     }
     char** env = options.env ? envp.data() : environ;

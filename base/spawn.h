@@ -28,6 +28,13 @@ struct SpawnJail {
   // bounding, permitted, effective and inheritable sets are cut to these,
   // and it gets NoNewPrivs.
   uint64_t capabilities = 0;
+  // Non-zero: the child becomes this user (real, effective, saved and
+  // filesystem ids), with `gid` and only the supplementary `groups`, after
+  // its mounts and before exec. It then keeps no capability at all, so
+  // `capabilities` must be 0.
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
 };
 
 struct SpawnOptions {

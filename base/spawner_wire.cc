@@ -73,6 +73,10 @@ std::string EncodeSpawn(const SpawnOptions& options) {
     Strings(w, options.jail->hide);
     w.U32(static_cast<uint32_t>(options.jail->capabilities));
     w.U32(static_cast<uint32_t>(options.jail->capabilities >> 32));
+    w.U32(options.jail->uid);
+    w.U32(options.jail->gid);
+    w.U32(static_cast<uint32_t>(options.jail->groups.size()));
+    for (gid_t group : options.jail->groups) w.U32(group);
   }
   return w.Take();
 }
@@ -98,8 +102,18 @@ Result<SpawnOptions> DecodeSpawn(Reader& r, const std::vector<UniqueFd>& fds) {
   if (!r.U8(group) || !r.U8(session) || !r.I32(death) || !r.U8(has_jail)) return bad();
   if (has_jail) {
     SpawnJail jail;
-    uint32_t low = 0, high = 0;
-    if (!Strings(r, jail.hide) || !r.U32(low) || !r.U32(high)) return bad();
+    uint32_t low = 0, high = 0, uid = 0, gid = 0, ngroups = 0;
+    if (!Strings(r, jail.hide) || !r.U32(low) || !r.U32(high) || !r.U32(uid) || !r.U32(gid) ||
+        !r.U32(ngroups) || ngroups > 16) {
+      return bad();
+    }
+    for (uint32_t i = 0; i < ngroups; ++i) {
+      uint32_t group = 0;
+      if (!r.U32(group)) return bad();
+      jail.groups.push_back(group);
+    }
+    jail.uid = uid;
+    jail.gid = gid;
     for (const std::string& dir : jail.hide) {
       if (dir.empty() || dir[0] != '/') return bad();
     }

@@ -367,6 +367,8 @@ constexpr uint32_t kMaxAgentTimeoutMs = 3'600'000;     // an hour
 constexpr uint32_t kMaxTbSizeMib = 4096;               // QEMU's own cap is 2 GiB+
 constexpr uint32_t kMaxTemplateCacheMib = 16'777'216;  // 16 TiB
 constexpr uint32_t kMaxHeadroomMib = 1'048'576;        // 1 TiB
+// Room above for every pid (pid_max is at most 2^22) below uid_t's -1.
+constexpr uint32_t kMaxJailIdBase = 0xffffffffu - (1u << 22) - 1;
 
 Status ApplyVm(const toml::table& table, std::string_view origin, VmOptions& vm) {
   for (auto&& [name, node] : table) {
@@ -395,6 +397,10 @@ Status ApplyVm(const toml::table& table, std::string_view origin, VmOptions& vm)
       applied = Assign(GetBool(node, origin, key), vm.templates);
     } else if (key == "jail") {
       applied = Assign(GetBool(node, origin, key), vm.jail);
+    } else if (key == "share_helper") {
+      applied = Assign(GetString(node, origin, key), vm.share_helper);
+    } else if (key == "jail_id_base") {
+      applied = Assign(GetUint32InRange(node, origin, key, 1, kMaxJailIdBase), vm.jail_id_base);
     } else if (key == "template_cache_mib") {
       applied = Assign(GetUint32InRange(node, origin, key, 0, kMaxTemplateCacheMib),
                        vm.template_cache_mib);
@@ -422,6 +428,8 @@ toml::table VmTable(const VmOptions& vm) {
       {"tcg_tb_size_mib", static_cast<int64_t>(vm.tcg_tb_size_mib)},
       {"templates", vm.templates},
       {"jail", vm.jail},
+      {"share_helper", vm.share_helper},
+      {"jail_id_base", static_cast<int64_t>(vm.jail_id_base)},
       {"template_cache_mib", static_cast<int64_t>(vm.template_cache_mib)},
       {"memory_headroom_mib", static_cast<int64_t>(vm.memory_headroom_mib)},
   };

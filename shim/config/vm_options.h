@@ -45,6 +45,18 @@ struct VmOptions {
   // mount namespace without the host's /etc, /home and /root. false: for
   // debugging.
   bool jail = true;
+  // With the jail, QEMU's 9p export is served by this helper (QEMU's
+  // virtfs-proxy-helper, `-fsdev proxy`), which keeps the file capabilities
+  // in a chroot of the share, so that QEMU itself runs as an unprivileged
+  // user of its own with no capability (docs/security.md, "QEMU's jail").
+  // Empty: QEMU serves the share itself, as root with 3 capabilities (a
+  // QEMU without the proxy driver, which QEMU 8.1 deprecated).
+  std::string share_helper = "/usr/lib/qemu/virtfs-proxy-helper";
+  // The jailed QEMU's ids: uid `jail_id_base` + the pid of the process that
+  // starts it (the pod's spawner, or its unconfined server), unique among the
+  // node's live pods; gid `jail_id_base`, shared by every jailed QEMU (a
+  // template's RAM file, which its clones open, is that group's).
+  uint32_t jail_id_base = 2'100'000'000;
   friend bool operator==(const VmOptions&, const VmOptions&) = default;
 };
 

@@ -144,9 +144,13 @@ Status CheckSpawn(const SpawnPolicy& policy, const SpawnOptions& options) {
   if (policy.qemu && argv[0] == policy.qemu->assets.qemu) {
     return vm::CheckQemuSpawn(*policy.qemu, options);
   }
+  if (policy.qemu && !policy.qemu->assets.share_helper.empty() &&
+      argv[0] == policy.qemu->assets.share_helper) {
+    return vm::CheckShareHelperSpawn(*policy.qemu, options);
+  }
   return Refused(argv,
-                 "the configuration names no such program (the pod's runtime or QEMU, "
-                 "[security] logging_binaries)");
+                 "the configuration names no such program (the pod's runtime, QEMU or its "
+                 "share helper, [security] logging_binaries)");
 }
 
 }  // namespace hull::shim

@@ -224,7 +224,9 @@ TEST_P(CriVmPodTest, ConfinedServerRunsTheVmPodAndItsNetwork) {
   EXPECT_EQ(field(server, "CapEff"), "000000000000002b");
   EXPECT_EQ(field(server, "Seccomp"), "2");
   EXPECT_EQ(field(server, "NoNewPrivs"), "1");
-  EXPECT_EQ(field(qemus[0], "CapEff"), "000000000000000b");
+  // QEMU: a user of its own, no capability.
+  EXPECT_EQ(field(qemus[0], "CapEff"), "0000000000000000");
+  EXPECT_EQ(field(qemus[0], "Uid").substr(0, 10), std::to_string(2'100'000'000 + spawner));
   EXPECT_EQ(field(qemus[0], "Seccomp"), "2");
   EXPECT_NE(Cmdline(qemus[0]).find("-netdev tap,id=net0,fd=3"), std::string::npos);
 

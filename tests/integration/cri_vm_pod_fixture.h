@@ -257,13 +257,7 @@ class CriVmPodTest : public ::testing::TestWithParam<Containerd> {
   std::vector<pid_t> HullShims() const { return HullServers(containerd_->address()); }
 
   // The QEMU processes of `pod` (their command line names its run directory).
-  std::vector<pid_t> Qemus(const std::string& pod) const {
-    std::vector<pid_t> qemus;
-    for (pid_t pid : ProcessesMatching(kVmRunRoot + pod + "/")) {
-      if (Cmdline(pid).find("qemu-system") != std::string::npos) qemus.push_back(pid);
-    }
-    return qemus;
-  }
+  std::vector<pid_t> Qemus(const std::string& pod) const { return QemusOf(kVmRunRoot + pod); }
 
   // The container's state in ContainerStatus ("CONTAINER_EXITED", ...) and
   // its exit code.

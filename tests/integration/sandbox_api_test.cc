@@ -219,13 +219,7 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
     return found;
   }
   // The QEMU processes of `pod` (their command line names its run directory).
-  std::vector<pid_t> Qemus(const std::string& pod) const {
-    std::vector<pid_t> found;
-    for (pid_t p : ProcessesMatching(kVmRunRoot + pod + "/")) {
-      if (Cmdline(p).find("qemu-system") != std::string::npos) found.push_back(p);
-    }
-    return found;
-  }
+  std::vector<pid_t> Qemus(const std::string& pod) const { return QemusOf(kVmRunRoot + pod); }
   CriReply Exec(const std::string& container, const std::string& script) const {
     return cri_->Call(
         "ExecSync",

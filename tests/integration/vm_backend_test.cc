@@ -58,7 +58,10 @@ class VmBackendTest : public HullCtrTest {
   }
 
   // QEMU processes of this test's pods (their run directories).
-  std::vector<pid_t> Qemus() const { return ProcessesMatching(std::string(kRunRoot) + "/t"); }
+  // Every test's pod is t<n>.
+  std::vector<pid_t> Qemus() const {
+    return ProcessesMatching("-name hull:" + std::string(kRunRoot) + "/t");
+  }
   // This test's pods' run directories.
   std::vector<std::string> RunDirs() const {
     std::vector<std::string> dirs;
@@ -248,7 +251,7 @@ TEST_P(VmBackendTest, PodSizeIsTheGuestSize) {
   EXPECT_LE(mem_kib, 376u * 1024) << r.out;
   EXPECT_GT(mem_kib, 200u * 1024) << r.out;  // the kernel keeps 46-81 MiB
 
-  std::vector<pid_t> qemus = ProcessesMatching(std::string(kRunRoot) + "/pod1/");
+  std::vector<pid_t> qemus = QemusOf(std::string(kRunRoot) + "/pod1");
   ASSERT_EQ(qemus.size(), 1u);
   std::string cmdline = ReadFile("/proc/" + std::to_string(qemus[0]) + "/cmdline").value_or("");
   std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
@@ -291,12 +294,27 @@ TEST_P(VmBackendTest, QemuRunsJailedAndItsShareStillWorks) {
     at = status.find_first_not_of(" \t", at + name.size() + 2);
     return status.substr(at, status.find('\n', at) - at);
   };
-  // chown, dac_override, fowner (bits 0, 1, 3)
-  EXPECT_EQ(field("CapEff"), "000000000000000b") << status;
-  EXPECT_EQ(field("CapPrm"), "000000000000000b") << status;
-  EXPECT_EQ(field("CapBnd"), "000000000000000b") << status;
+  // A user of its own ([vm] jail_id_base + its spawner's pid), the jail
+  // group, no capability in any set.
+  const uid_t uid = static_cast<uid_t>(std::stoul(field("Uid")));
+  EXPECT_EQ(uid, 2'100'000'000u + static_cast<uid_t>(ParentPid(qemus[0]))) << status;
+  EXPECT_EQ(field("Gid").substr(0, 10), "2100000000") << status;
+  for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
+    EXPECT_EQ(field(set), "0000000000000000") << set << "\n" << status;
+  }
   EXPECT_EQ(field("NoNewPrivs"), "1") << status;
   EXPECT_EQ(field("Seccomp"), "2") << status;
+  // The 9p export is its share helper's: root in a chroot of the pod's
+  // share, with only its file capabilities, QEMU's sibling under the
+  // spawner; QEMU holds no path of the share.
+  std::vector<pid_t> helpers = ProcessesNamed("virtfs-proxy-he");
+  ASSERT_EQ(helpers.size(), 1u);
+  const std::string helper = "/proc/" + std::to_string(helpers[0]);
+  EXPECT_EQ(fs::read_symlink(helper + "/root", ec_), fs::path(std::string(kRunRoot) + "/t1/share"));
+  EXPECT_EQ(ParentPid(helpers[0]), ParentPid(qemus[0]));
+  const std::string helper_status = ReadFile(helper + "/status").value_or("");
+  EXPECT_NE(helper_status.find("CapBnd:\t0000000000000000"), std::string::npos) << helper_status;
+  EXPECT_EQ(ReadFile(proc + "/cmdline").value_or("").find("/share"), std::string::npos);
   // Its root, seen through its own mount namespace.
   EXPECT_NE(fs::read_symlink("/proc/self/ns/mnt", ec_), fs::read_symlink(proc + "/ns/mnt", ec_));
   EXPECT_TRUE(fs::exists("/etc/passwd"));
@@ -379,8 +397,10 @@ TEST_P(VmBackendTest, StalledBootIsBootedAgainOnceThenFails) {
     fs::permissions(qemu, fs::perms::owner_all);
   };
   auto boots = [&] { return ReadFile(dir + "/boots").value_or("?\n"); };
+  // QEMU as root (no share helper): the stand-in writes its console by
+  // path, and lives in the test's private directory.
   std::ofstream(config_) << "runtime = \"vm\"\n[vm]\nagent_timeout_ms = 150000\nqemu = \"" << qemu
-                         << "\"\n";
+                         << "\"\nshare_helper = \"\"\n";
 
   // One stalled boot: the second runs the pod.
   write_stand_in(1);

@@ -31,6 +31,25 @@ std::string Dirname(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+// Whether a user who is neither the owner nor in the group (a jailed QEMU)
+// can reach `path`: every directory on the way to it, and to where its
+// symlinks lead, searchable by others, and the file itself `bit` for
+// others (S_IROTH, S_IXOTH).
+bool OthersReach(const std::string& path, mode_t bit) {
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(path, ec);
+  if (ec) return false;
+  struct stat st;
+  if (::stat(real.c_str(), &st) != 0 || (st.st_mode & bit) == 0) return false;
+  for (std::filesystem::path p : {std::filesystem::path(path).lexically_normal(), real}) {
+    for (p = p.parent_path(); !p.empty(); p = p.parent_path()) {
+      if (::stat(p.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
+      if (p == p.root_path()) break;
+    }
+  }
+  return true;
+}
+
 Result<std::string> FindQemu(const std::string& qemu) {
   if (qemu.empty()) return InvalidArgumentError("[vm] qemu is empty");
   if (qemu.find('/') != std::string::npos) {
@@ -100,6 +119,35 @@ Result<GuestAssets> ResolveGuestAssets(const VmOptions& options,
                         FindAsset("kernel", "kernel", options.kernel, kernel_name, asset_dirs));
   HULL_ASSIGN_OR_RETURN(assets.initramfs, FindAsset("initramfs", "initramfs", options.initramfs,
                                                     "initramfs.cpio", asset_dirs));
+  if (options.jail && !options.share_helper.empty()) {
+    if (options.share_helper[0] != '/' || ::access(options.share_helper.c_str(), X_OK) != 0) {
+      return NotFoundError("[vm] share_helper " + options.share_helper +
+                           " is not an executable path (QEMU's virtfs-proxy-helper, Debian's "
+                           "qemu-system-common; share_helper = \"\" has QEMU serve the share "
+                           "itself, as root)");
+    }
+    assets.share_helper = options.share_helper;
+    // QEMU runs as a user of its own: what it opens by path must be open to
+    // any user (the package's files are).
+    struct Reached {
+      const char* what;
+      const char* key;
+      const std::string& path;
+      mode_t bit;
+    };
+    for (const Reached& file :
+         {Reached{"QEMU binary", "qemu", assets.qemu, S_IXOTH},
+          Reached{"guest kernel", "kernel", assets.kernel, S_IROTH},
+          Reached{"guest initramfs", "initramfs", assets.initramfs, S_IROTH}}) {
+      if (!OthersReach(file.path, file.bit)) {
+        return FailedPreconditionError(
+            std::string(file.what) + " " + file.path + " ([vm] " + file.key +
+            ") is not open to QEMU's jail user: it must be world-" +
+            (file.bit == S_IXOTH ? "executable" : "readable") +
+            " in world-searchable directories (or set [vm] share_helper = \"\": QEMU as root)");
+      }
+    }
+  }
   return assets;
 }
 
@@ -182,14 +230,27 @@ std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& op
       "-object", backend,
       "-machine", "memory-backend=ram0",
       "-kernel", assets.kernel, "-initrd", assets.initramfs, "-append", append,
-      "-chardev", "file,id=console,path=" + paths.console_log,
+      "-name", "hull:" + std::filesystem::path(paths.agent_socket).parent_path().string(),
+  };
+  if (paths.console_fd >= 0) {
+    const std::string fd = std::to_string(paths.console_fd);
+    argv.insert(argv.end(), {"-add-fd", "fd=" + fd + ",set=" + fd,
+                             "-chardev", "file,id=console,path=/dev/fdset/" + fd});
+  } else {
+    argv.insert(argv.end(), {"-chardev", "file,id=console,path=" + paths.console_log});
+  }
+  argv.insert(argv.end(), {
       "-serial", "chardev:console",
       "-device", "virtio-serial" + bus + ",id=vser",
-      "-chardev", "socket,id=agent,path=" + paths.agent_socket + ",server=on,wait=off",
+      "-chardev", paths.agent_fd >= 0
+                      ? "socket,id=agent,fd=" + std::to_string(paths.agent_fd) + ",server=on,wait=off"
+                      : "socket,id=agent,path=" + paths.agent_socket + ",server=on,wait=off",
       "-device", "virtserialport,bus=vser.0,chardev=agent,name=" + std::string(kAgentPortName),
-      "-fsdev", "local,id=pod,path=" + paths.share_dir + ",security_model=none,multidevs=remap",
+      "-fsdev", paths.share_fd >= 0
+                    ? "proxy,id=pod,sock_fd=" + std::to_string(paths.share_fd)
+                    : "local,id=pod,path=" + paths.share_dir + ",security_model=none,multidevs=remap",
       "-device", "virtio-9p" + bus + ",fsdev=pod,mount_tag=" + std::string(kShareTag),
-  };
+  });
   // clang-format on
   if (nic) {
     argv.insert(argv.end(), {"-netdev",
@@ -206,7 +267,12 @@ std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& op
   if (ram.file.empty()) {
     argv.insert(argv.end(), {"-device", "virtio-balloon" + bus + ",free-page-reporting=on"});
   }
-  if (!ram.qmp_socket.empty()) {
+  if (ram.qmp_fd >= 0) {
+    argv.insert(
+        argv.end(),
+        {"-chardev", "socket,id=qmp,fd=" + std::to_string(ram.qmp_fd) + ",server=on,wait=off",
+         "-mon", "chardev=qmp,mode=control"});
+  } else if (!ram.qmp_socket.empty()) {
     argv.insert(argv.end(), {"-qmp", "unix:" + ram.qmp_socket + ",server=on,wait=off"});
   }
   // QEMU 7.2 takes x-ignore-shared only over QMP, so the stream is named
@@ -219,18 +285,30 @@ std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& op
   return argv;
 }
 
-std::optional<SpawnJail> QemuJail(const VmOptions& options,
-                                  const std::vector<std::string>& needed) {
+std::optional<SpawnJail> QemuJail(const VmOptions& options, const std::vector<std::string>& needed,
+                                  pid_t starter) {
   if (!options.jail) return std::nullopt;
   SpawnJail jail;
-  // What the 9p export needs, and no more than a confined server has: on
-  // cgroup v1 the server moves QEMU into the pod cgroup, and cpuset's
-  // attach check refuses a target whose permitted set is not a subset of the
-  // mover's (unless it has CAP_SYS_NICE). CAP_DAC_OVERRIDE covers what
-  // CAP_DAC_READ_SEARCH would; without CAP_FSETID a write to a setuid file
-  // through the share clears the bit, as for an unprivileged writer.
-  for (int cap : {CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER}) {
-    jail.capabilities |= uint64_t{1} << cap;
+  if (!options.share_helper.empty()) {
+    // The helper does the 9p export's file work: QEMU opens only what it is
+    // handed and its guest assets (world-readable), so it needs no
+    // capability and no uid 0.
+    jail.uid = options.jail_id_base + static_cast<uid_t>(starter);
+    jail.gid = options.jail_id_base;
+    struct stat kvm;
+    if (options.accel == "kvm" && ::stat("/dev/kvm", &kvm) == 0 && kvm.st_gid != 0) {
+      jail.groups.push_back(kvm.st_gid);
+    }
+  } else {
+    // What the 9p export needs, and no more than a confined server has: on
+    // cgroup v1 the server moves QEMU into the pod cgroup, and cpuset's
+    // attach check refuses a target whose permitted set is not a subset of the
+    // mover's (unless it has CAP_SYS_NICE). CAP_DAC_OVERRIDE covers what
+    // CAP_DAC_READ_SEARCH would; without CAP_FSETID a write to a setuid file
+    // through the share clears the bit, as for an unprivileged writer.
+    for (int cap : {CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER}) {
+      jail.capabilities |= uint64_t{1} << cap;
+    }
   }
   for (const char* dir : {"/etc", "/home", "/root"}) {
     const std::filesystem::path hidden(dir);
@@ -248,6 +326,10 @@ std::optional<SpawnJail> QemuJail(const VmOptions& options,
     if (!holds && std::filesystem::is_directory(hidden, ec)) jail.hide.push_back(dir);
   }
   return jail;
+}
+
+std::vector<std::string> ShareHelperArgv(const GuestAssets& assets, const std::string& share_dir) {
+  return {assets.share_helper, "-n", "-f", std::to_string(kShareHelperFd), "-p", share_dir};
 }
 
 std::string HostTscKhz() {

@@ -28,6 +28,9 @@ struct GuestAssets {
   std::string qemu;  // an executable path
   std::string kernel;
   std::string initramfs;
+  // [vm] share_helper, an executable path, when QEMU runs jailed with a
+  // user of its own; empty: QEMU serves the share itself.
+  std::string share_helper;
 };
 
 // Where the assets are looked for when `[vm]` names none, in order: the
@@ -39,8 +42,8 @@ struct GuestAssets {
 std::vector<std::string> GuestAssetDirs(const std::string& self_exe);
 
 // Checks the options (virtiofs is Unimplemented) and finds QEMU (a path or a
-// name in PATH), the kernel and the initramfs: NotFound naming each one
-// missing and where it was looked for.
+// name in PATH), the kernel, the initramfs and, for a jail, the share
+// helper: NotFound naming each one missing and where it was looked for.
 Result<GuestAssets> ResolveGuestAssets(const VmOptions& options,
                                        const std::vector<std::string>& asset_dirs);
 
@@ -77,7 +80,23 @@ struct VmPaths {
   std::string agent_socket;  // QEMU's chardev socket for the agent port
   std::string console_log;   // the guest's serial console
   std::string share_dir;     // exported to the guest as kShareTag
+  // A QEMU with a user of its own opens none of them: it gets descriptors
+  // (their numbers in QEMU, or -1 for the path): the agent socket, already
+  // listening; the console log, open for writing; the share helper's end of
+  // a socket pair (`-fsdev proxy`).
+  int agent_fd = -1;
+  int console_fd = -1;
+  int share_fd = -1;
 };
+
+// The descriptor numbers a QEMU with a user of its own gets (3 is the tap,
+// 4 a clone's incoming state).
+inline constexpr int kShareFd = 5;
+inline constexpr int kAgentFd = 6;
+inline constexpr int kQmpFd = 7;
+inline constexpr int kConsoleFd = 8;
+// The share helper's socket, in the helper.
+inline constexpr int kShareHelperFd = 3;
 
 // The guest's NIC: a tap device QEMU gets as descriptor `fd` (its number in
 // QEMU), and the guest NIC's MAC (the pod's eth0's). A template VM's NIC has
@@ -98,12 +117,15 @@ struct GuestRam {
   bool share = false;
   bool incoming = false;
   std::string qmp_socket;
+  int qmp_fd = -1;  // the QMP socket, already listening, as a descriptor
 };
 
 // QEMU's argv: -nodefaults -no-user-config, -smp and -m fixed at boot (no
 // hotplug slots, no hotpluggable device), the serial console into
 // `console_log`, the virtio-serial agent port on a socket and the one 9p
-// share, and with `nic` a virtio-net device on that tap. `tsc_khz` (microvm
+// share, and with `nic` a virtio-net device on that tap. `-name` is
+// `hull:<the agent socket's directory>` (CleanUpAfterShim finds a QEMU by
+// it). `tsc_khz` (microvm
 // under TCG needs it, docs/vm.md) may be empty. A template and its clones
 // get the same argv but for `paths`, the NIC's backend and `ram`.
 std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& options,
@@ -119,7 +141,16 @@ std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& op
 // /root are empty, but for a directory that holds one of `needed` (the
 // paths QEMU opens: its binary, the guest assets, the run directory, the
 // bundle), which stays. QemuArgv adds QEMU's own seccomp sandbox.
-std::optional<SpawnJail> QemuJail(const VmOptions& options, const std::vector<std::string>& needed);
+// With a share helper (`[vm] share_helper`), QEMU needs no capability: it
+// runs as uid `[vm] jail_id_base` + `starter` (the pid of the process that
+// spawns it), gid `jail_id_base`, with /dev/kvm's group for `accel = "kvm"`.
+std::optional<SpawnJail> QemuJail(const VmOptions& options, const std::vector<std::string>& needed,
+                                  pid_t starter = 0);
+
+// The share helper's argv: serving `share_dir` on descriptor
+// kShareHelperFd, in the foreground. It chroots into the share and keeps
+// only the capabilities of its file operations.
+std::vector<std::string> ShareHelperArgv(const GuestAssets& assets, const std::string& share_dir);
 
 // The host's TSC rate in kHz from /proc/cpuinfo ("cpu MHz"), or "".
 std::string HostTscKhz();

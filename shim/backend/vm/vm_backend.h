@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,15 @@ class VmBackend final : public Backend {
                     bool terminal);
   // Answers `done` on a later loop turn.
   void Post(Done done, Status status);
+  // For a QEMU with a user of its own ([vm] share_helper): starts the share
+  // helper on `paths.share_dir` (its output into `log_fd`) and hands QEMU
+  // descriptors instead of paths (docs/security.md, "QEMU's jail"): the
+  // helper's socket, the agent socket and `ram`'s QMP socket listening, the
+  // console log open. `held` keeps hull's copies until QEMU is spawned.
+  Status HandQemuItsFiles(const GuestAssets& assets, int log_fd, VmPaths& paths, GuestRam& ram,
+                          SpawnOptions& spawn, std::vector<UniqueFd>& held);
+  // The pid a jailed QEMU's uid is made from: the process that spawns it.
+  pid_t QemuStarter() const;
   // Maps an agent answer to the call's Status ("<what> <id>: ...").
   template <typename Resp>
   std::function<void(Result<Resp>)> Answer(std::string what, Done done);
@@ -157,8 +167,9 @@ class VmBackend final : public Backend {
   std::unique_ptr<PodShare> share_;
   std::string netns_path_;  // the wired pod network namespace, if any
   pid_t qemu_pid_ = 0;
-  pid_t template_pid_ = 0;  // a template VM being built for this pod's shape
-  VmCapacity capacity_;     // what the VM booted with: Update's bound
+  pid_t template_pid_ = 0;         // a template VM being built for this pod's shape
+  std::set<pid_t> share_helpers_;  // running, not yet reaped
+  VmCapacity capacity_;            // what the VM booted with: Update's bound
   std::vector<std::function<void()>> on_qemu_exit_;
   std::function<void(int)> on_sandbox_exit_;  // StartSandbox's
   std::shared_ptr<AgentClient> agent_;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "shim/backend/vm/vm_backend_internal.h"
 #include "shim/backend/vm/vm_spawner.h"
 #include "shim/mount/mount.h"
+#include "ttrpc/unix_socket_internal.h"
 
 namespace hull::shim::vm {
 
@@ -162,7 +164,7 @@ void VmBackend::StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> c
   std::vector<std::string> needed = {boot->assets.qemu, boot->assets.kernel, boot->assets.initramfs,
                                      run_dir_, bundle_};
   if (clone) needed.push_back(boot->clone_of->dir);
-  std::optional<SpawnJail> jail = QemuJail(options_.vm, needed);
+  std::optional<SpawnJail> jail = QemuJail(options_.vm, needed, QemuStarter());
   if (jail) {
     Status shared = share_->MakeShared();
     if (!shared.ok()) return FailBoot(boot, shared);
@@ -206,9 +208,13 @@ void VmBackend::StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> c
       iface.set_guest_mac(boot->clone_of->mac);
     }
   }
+  std::vector<UniqueFd> held;
+  Status handed = HandQemuItsFiles(boot->assets, log.get(), paths, ram, spawn, held);
+  if (!handed.ok()) return FailBoot(boot, handed);
   spawn.argv = QemuArgv(boot->assets, options_.vm, boot->vcpus, boot->memory_mib, paths, tsc_khz,
                         guest_nic, ram);
   Result<pid_t> pid = reaper_.Spawn(spawn);
+  held.clear();
   // QEMU holds the tap now: it goes away with QEMU.
   if (*nic) (*nic)->tap.reset();
   if (!pid) return FailBoot(boot, pid.error().WithContext("start " + boot->assets.qemu));
@@ -488,7 +494,59 @@ void VmBackend::StopVm(std::function<void()> then) {
   ::kill(qemu_pid_, SIGKILL);
 }
 
+pid_t VmBackend::QemuStarter() const {
+  return reaper_.spawner() != nullptr ? reaper_.spawner()->pid() : ::getpid();
+}
+
+Status VmBackend::HandQemuItsFiles(const GuestAssets& assets, int log_fd, VmPaths& paths,
+                                   GuestRam& ram, SpawnOptions& spawn,
+                                   std::vector<UniqueFd>& held) {
+  if (assets.share_helper.empty()) return Status::Ok();
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    return ErrnoError("socketpair", "the share helper");
+  }
+  UniqueFd helper_end(pair[0]);
+  UniqueFd qemu_end(pair[1]);
+  Result<pid_t> helper = reaper_.Spawn(
+      SpawnOptions{.argv = ShareHelperArgv(assets, paths.share_dir),
+                   .fds = {{kShareHelperFd, helper_end.get()}, {1, log_fd}, {2, log_fd}},
+                   .parent_death_signal = SIGKILL});
+  if (!helper) return helper.error().WithContext("start the share helper " + assets.share_helper);
+  // It ends when QEMU closes its socket.
+  share_helpers_.insert(*helper);
+  std::weak_ptr<bool> alive = alive_;
+  reaper_.Watch(*helper, [this, alive, pid = *helper](int) {
+    if (!alive.expired()) share_helpers_.erase(pid);
+  });
+  auto listen = [](const std::string& path) {
+    ::unlink(path.c_str());
+    return ttrpc::internal::ListenUnix(path, 4);
+  };
+  HULL_ASSIGN_OR_RETURN(UniqueFd agent, listen(paths.agent_socket));
+  UniqueFd console(::open(paths.console_log.c_str(),
+                          O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!console) return ErrnoError("open", paths.console_log);
+  spawn.fds.insert(
+      spawn.fds.end(),
+      {{kShareFd, qemu_end.get()}, {kAgentFd, agent.get()}, {kConsoleFd, console.get()}});
+  paths.share_fd = kShareFd;
+  paths.agent_fd = kAgentFd;
+  paths.console_fd = kConsoleFd;
+  held.push_back(std::move(qemu_end));
+  held.push_back(std::move(agent));
+  held.push_back(std::move(console));
+  if (!ram.qmp_socket.empty()) {
+    HULL_ASSIGN_OR_RETURN(UniqueFd qmp, listen(ram.qmp_socket));
+    spawn.fds.push_back({kQmpFd, qmp.get()});
+    ram.qmp_fd = kQmpFd;
+    held.push_back(std::move(qmp));
+  }
+  return Status::Ok();
+}
+
 void VmBackend::CleanUp() {
+  for (pid_t helper : share_helpers_) ::kill(helper, SIGKILL);
   if (!netns_path_.empty()) {
     Status unwired = UnwirePodNetworkVia(reaper_.spawner(), netns_path_);
     if (!unwired.ok()) log_.Warn("pod {}: {}", sandbox_id_, unwired.ToString());
@@ -613,7 +671,8 @@ Status CleanUpAfterShim(const std::string& bundle) {
   // itself before killing it.
   auto running = [&] {
     auto cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
-    return cmdline && cmdline->find(run_dir + "/agent.sock") != std::string::npos;
+    return cmdline && (cmdline->find("hull:" + run_dir + '\0') != std::string::npos ||
+                       cmdline->find(run_dir + "/agent.sock") != std::string::npos);
   };
   if (pid > 0 && !run_dir.empty()) {
     for (int i = 0; i < 300 && running(); ++i) ::usleep(10'000);

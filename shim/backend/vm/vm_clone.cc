@@ -6,6 +6,7 @@
 // cold-boots: templates never fail a pod. See vm_backend.h.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -87,13 +88,28 @@ void VmBackend::SpawnTemplate(std::shared_ptr<Boot> boot) {
                 .share_dir = build.share_dir()};
   GuestRam ram{
       .file = build.ram(), .share = true, .incoming = false, .qmp_socket = build.qmp_socket()};
-  SpawnOptions spawn{.argv = QemuArgv(boot->assets, options_.vm, boot->vcpus, boot->memory_mib,
-                                      paths, b.tsc_khz, nic, ram),
-                     .fds = {{1, log.get()}, {2, log.get()}},
-                     .parent_death_signal = SIGKILL,
-                     .jail = QemuJail(options_.vm, {boot->assets.qemu, boot->assets.kernel,
-                                                    boot->assets.initramfs, build.dir})};
+  SpawnOptions spawn{
+      .fds = {{1, log.get()}, {2, log.get()}},
+      .parent_death_signal = SIGKILL,
+      .jail = QemuJail(options_.vm,
+                       {boot->assets.qemu, boot->assets.kernel, boot->assets.initramfs, build.dir},
+                       QemuStarter())};
+  std::vector<UniqueFd> held;
+  if (spawn.jail && spawn.jail->uid != 0) {
+    // QEMU writes the RAM file, its clones (other users, the same group)
+    // open it: it is the jail group's, made here.
+    UniqueFd file(
+        ::open(ram.file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0660));
+    if (!file || ::fchown(file.get(), 0, spawn.jail->gid) != 0 || ::fchmod(file.get(), 0660) != 0) {
+      return TemplateFailed(boot, ErrnoError("make", ram.file));
+    }
+  }
+  Status handed = HandQemuItsFiles(boot->assets, log.get(), paths, ram, spawn, held);
+  if (!handed.ok()) return TemplateFailed(boot, handed);
+  spawn.argv = QemuArgv(boot->assets, options_.vm, boot->vcpus, boot->memory_mib, paths, b.tsc_khz,
+                        nic, ram);
   Result<pid_t> pid = reaper_.Spawn(spawn);
+  held.clear();
   if (!pid) return TemplateFailed(boot, pid.error().WithContext("start the template's QEMU"));
   b.pid = template_pid_ = *pid;
   log_.Info("pod {}: the first pod of its shape: template QEMU pid {} in {}", sandbox_id_, b.pid,

@@ -271,17 +271,35 @@ bool QemuOptionAllowed(const QemuRule& rule, const std::string& option, const st
   };
   if (option == "-kernel") return value == rule.assets.kernel;
   if (option == "-initrd") return value == rule.assets.initramfs;
+  const bool own_user = !rule.assets.share_helper.empty();
   if (option == "-chardev") {
+    // A QEMU with a user of its own gets descriptors, never paths.
+    if (own_user) {
+      return value == "file,id=console,path=/dev/fdset/" + std::to_string(kConsoleFd) ||
+             value == "socket,id=agent,fd=" + std::to_string(kAgentFd) + ",server=on,wait=off" ||
+             value == "socket,id=qmp,fd=" + std::to_string(kQmpFd) + ",server=on,wait=off";
+    }
     return (value.starts_with("file,") || value.starts_with("socket,")) &&
            QemuPathAllowed(pod, field("path"), value.starts_with("file,"));
   }
+  if (option == "-add-fd") {
+    const std::string fd = std::to_string(kConsoleFd);
+    return own_user && value == "fd=" + fd + ",set=" + fd;
+  }
+  if (option == "-mon") return own_user && value == "chardev=qmp,mode=control";
+  if (option == "-name") {
+    // hull:<run directory>: that of a file QEMU may have.
+    return value.starts_with("hull:") && QemuPathAllowed(pod, value.substr(5) + "/agent.sock");
+  }
   if (option == "-qmp") {
+    if (own_user) return false;
     const size_t comma = value.find(',');
     return value.starts_with("unix:") &&
            QemuPathAllowed(pod,
                            value.substr(5, comma == std::string::npos ? value.npos : comma - 5));
   }
   if (option == "-fsdev") {
+    if (own_user) return value == "proxy,id=pod,sock_fd=" + std::to_string(kShareFd);
     // A pod's share, or a template VM's (empty; clones get the pod's).
     const std::string path = field("path");
     return value.starts_with("local,") && fs::path(path).filename() == "share" &&
@@ -403,6 +421,17 @@ Status CheckQemuSpawn(const QemuRule& rule, const SpawnOptions& options) {
     if (!options.jail || options.jail->capabilities != rule.jail->capabilities) {
       return Refused(options, "[vm] jail is on: QEMU runs jailed, with QemuJail's capabilities");
     }
+    // A user of its own: the one made from this spawner's pid (no other
+    // pod's QEMU shares it), the jail group, and /dev/kvm's group at most.
+    if (rule.jail->uid != 0 &&
+        (options.jail->uid != rule.jail->uid + static_cast<uid_t>(::getpid()) ||
+         options.jail->gid != rule.jail->gid || options.jail->groups != rule.jail->groups)) {
+      return Refused(options, "[vm] jail is on: QEMU runs as uid jail_id_base + " +
+                                  std::to_string(::getpid()) + ", gid jail_id_base");
+    }
+    if (rule.jail->uid == 0 && (options.jail->uid != 0 || !options.jail->groups.empty())) {
+      return Refused(options, "the jail's user is root's with no share helper");
+    }
     for (const std::string& dir : options.jail->hide) {
       if (std::find(rule.jail->hide.begin(), rule.jail->hide.end(), dir) == rule.jail->hide.end()) {
         return Refused(options, "the jail hides " + dir + ", which it never hides");
@@ -423,6 +452,26 @@ Status CheckQemuSpawn(const QemuRule& rule, const SpawnOptions& options) {
                                   " is not one hull gives QEMU");
     }
     ++i;
+  }
+  return Status::Ok();
+}
+
+Status CheckShareHelperSpawn(const QemuRule& rule, const SpawnOptions& options) {
+  const std::vector<std::string>& argv = options.argv;
+  if (rule.assets.share_helper.empty() || argv.size() != 6 ||
+      argv != ShareHelperArgv(rule.assets, argv[5])) {
+    return Refused(options, "not the configured share helper's command line");
+  }
+  if (fs::path(argv[5]).filename() != "share" || !QemuPathAllowed(rule.pod, argv[5])) {
+    return Refused(options, "the helper serves only a pod's or a template's share");
+  }
+  if (options.env.has_value() || !options.cwd.empty() || options.jail.has_value()) {
+    return Refused(options, "the share helper takes the spawner's environment and directory");
+  }
+  for (const auto& [child_fd, parent_fd] : options.fds) {
+    if (child_fd != 1 && child_fd != 2 && child_fd != kShareHelperFd) {
+      return Refused(options, "the share helper gets only its socket and a log");
+    }
   }
   return Status::Ok();
 }

@@ -71,5 +71,8 @@ struct QemuRule {
 // OK when `options` is a QEMU command line hull makes (QemuArgv) for
 // `rule.pod`; PermissionDenied naming what is refused.
 Status CheckQemuSpawn(const QemuRule& rule, const SpawnOptions& options);
+// OK when `options` starts the configured share helper (ShareHelperArgv) on
+// a share of `rule.pod` or of a template; PermissionDenied otherwise.
+Status CheckShareHelperSpawn(const QemuRule& rule, const SpawnOptions& options);
 
 }  // namespace hull::shim::vm

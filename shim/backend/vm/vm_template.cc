@@ -125,7 +125,8 @@ Result<std::optional<TemplateBuild>> TemplateCache::Begin(const std::string& key
   std::error_code ec;
   fs::create_directories(root_, ec);
   if (ec) return InternalError("mkdir " + root_ + ": " + ec.message());
-  ::chmod(root_.c_str(), 0700);
+  // Searchable: a jailed clone's QEMU (not root) opens its template's RAM.
+  ::chmod(root_.c_str(), 0711);
   struct statfs sfs;
   if (::statfs(root_.c_str(), &sfs) != 0) return ErrnoError("statfs", root_);
   if (sfs.f_type != TMPFS_MAGIC) {
@@ -143,6 +144,7 @@ Result<std::optional<TemplateBuild>> TemplateCache::Begin(const std::string& key
   fs::remove_all(build.dir, ec);
   fs::create_directories(build.share_dir(), ec);
   if (ec) return InternalError("mkdir " + build.share_dir() + ": " + ec.message());
+  ::chmod(build.dir.c_str(), 0711);
   return std::optional<TemplateBuild>(std::move(build));
 }
 

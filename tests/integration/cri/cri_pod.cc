@@ -157,17 +157,6 @@ std::string DescribeProcesses(const std::vector<pid_t>& pids) {
   return out;
 }
 
-pid_t ParentPid(pid_t pid) {
-  std::string stat = ReadText("/proc/" + std::to_string(pid) + "/stat");
-  size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return -1;
-  std::istringstream rest(stat.substr(paren + 2));
-  std::string state;
-  pid_t ppid = -1;
-  rest >> state >> ppid;
-  return ppid;
-}
-
 pid_t ParentShim(pid_t pid) {
   pid_t parent = ParentPid(pid);
   if (ReadText("/proc/" + std::to_string(parent) + "/comm") == "hull-spawner\n") {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/integration/harness/host.h"
+
 namespace hull::itest {
 
 class CriClient;
@@ -61,8 +63,6 @@ PodNamespaceViews RunPodNamespaceContainers(const CriClient& cri, const std::str
 std::string ReadText(const std::string& path);
 // /proc/<pid>/cmdline with the NULs as spaces.
 std::string Cmdline(pid_t pid);
-// From /proc/<pid>/stat; -1 when the process is gone.
-pid_t ParentPid(pid_t pid);
 // The hull servers of the containerd at `address`: its containerd-shim-hull-v2
 // processes but their spawners (the same command line, named hull-spawner).
 std::vector<pid_t> HullServers(const std::string& address);

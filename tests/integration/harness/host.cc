@@ -170,6 +170,35 @@ std::vector<pid_t> ProcessesMatching(const std::string& cmdline_substring) {
   return pids;
 }
 
+std::vector<pid_t> QemusOf(const std::string& run_dir) {
+  return ProcessesMatching("-name hull:" + run_dir + " ");
+}
+
+pid_t ParentPid(pid_t pid) {
+  const std::string stat = internal::ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(paren + 2));
+  std::string state;
+  pid_t ppid = -1;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+std::vector<pid_t> ProcessesNamed(const std::string& comm) {
+  std::vector<pid_t> pids;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (internal::ReadFile("/proc/" + name + "/comm") == comm + "\n" && ProcessAlive(pid)) {
+      pids.push_back(pid);
+    }
+  }
+  return pids;
+}
+
 std::vector<pid_t> ServerAndSpawner(pid_t server) {
   std::vector<pid_t> out = {server};
   const std::string self = std::to_string(server);

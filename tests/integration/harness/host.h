@@ -33,6 +33,17 @@ std::vector<std::string> MountsUnder(const std::string& prefix);
 // spaces, contains `cmdline_substring`. Never includes the caller.
 std::vector<pid_t> ProcessesMatching(const std::string& cmdline_substring);
 
+// The QEMU of a VM pod whose run directory is `run_dir`: hull names it on
+// QEMU's command line (`-name hull:<run dir>`), and nothing else's.
+std::vector<pid_t> QemusOf(const std::string& run_dir);
+
+// The process's parent (from /proc/<pid>/stat); -1 when it is gone.
+pid_t ParentPid(pid_t pid);
+
+// Live processes whose comm (/proc/<pid>/comm, at most 15 characters) is
+// `comm`.
+std::vector<pid_t> ProcessesNamed(const std::string& comm);
+
 // A hull server and its spawner (its child named hull-spawner, when it is
 // confined: docs/security.md), in pid order: the processes that move
 // together between cgroups.

@@ -123,10 +123,23 @@ TEST(QemuArgvTest, JailedUnlessTurnedOff) {
   EXPECT_FALSE(Has(QemuArgv(kAssets, VmOptions{.jail = false}, 1, 256, kPaths, ""), "-sandbox"));
   EXPECT_FALSE(QemuJail(VmOptions{.jail = false}, {}).has_value());
 
-  std::optional<SpawnJail> jail = QemuJail(VmOptions{}, {"/usr/bin/qemu", "/run/hull/vm/p"});
+  // By default a share helper serves the share: QEMU is a user of its own
+  // (the jail id base plus its starter's pid) with no capability.
+  std::optional<SpawnJail> jail = QemuJail(VmOptions{}, {"/usr/bin/qemu", "/run/hull/vm/p"}, 4242);
+  ASSERT_TRUE(jail.has_value());
+  EXPECT_EQ(jail->capabilities, 0u);
+  EXPECT_EQ(jail->uid, 2'100'004'242u);
+  EXPECT_EQ(jail->gid, 2'100'000'000u);
+  EXPECT_TRUE(jail->groups.empty());  // /dev/kvm's group only with accel = "kvm"
+  EXPECT_EQ(jail->hide, (std::vector<std::string>{"/etc", "/home", "/root"}));
+  jail = QemuJail(VmOptions{.jail_id_base = 1000}, {}, 7);
+  ASSERT_TRUE(jail.has_value());
+  EXPECT_EQ(jail->uid, 1007u);
+  // Without one, QEMU stays root with what its own 9p export needs.
+  jail = QemuJail(VmOptions{.share_helper = ""}, {"/usr/bin/qemu", "/run/hull/vm/p"}, 4242);
   ASSERT_TRUE(jail.has_value());
   EXPECT_EQ(jail->capabilities, 0x0bu);  // chown, dac_override, fowner
-  EXPECT_EQ(jail->hide, (std::vector<std::string>{"/etc", "/home", "/root"}));
+  EXPECT_EQ(jail->uid, 0u);
   // A directory that holds a path QEMU opens stays (a checkout in /home).
   jail = QemuJail(VmOptions{}, {"/home/me/hull/build/guest-image/vmlinux", "/root2/x"});
   ASSERT_TRUE(jail.has_value());
@@ -142,6 +155,37 @@ TEST(QemuArgvTest, JailedUnlessTurnedOff) {
   ::rmdir(dir);
   ASSERT_TRUE(jail.has_value());
   EXPECT_EQ(jail->hide, (std::vector<std::string>{"/home", "/root"}));
+}
+
+// A QEMU with a user of its own opens none of the pod's files: it gets the
+// share helper's socket, the agent and QMP sockets and the console as
+// descriptors; the run directory is still named (-name) for `delete`.
+TEST(QemuArgvTest, AQemuWithAUserOfItsOwnGetsDescriptors) {
+  VmPaths paths = kPaths;
+  paths.agent_fd = kAgentFd;
+  paths.console_fd = kConsoleFd;
+  paths.share_fd = kShareFd;
+  auto argv = QemuArgv(kAssets, VmOptions{}, 1, 256, paths, "", std::nullopt,
+                       GuestRam{.file = "/t/ram",
+                                .incoming = true,
+                                .qmp_socket = "/run/hull/vm/p/qmp.sock",
+                                .qmp_fd = kQmpFd});
+  EXPECT_EQ(After(argv, "-fsdev"), "proxy,id=pod,sock_fd=5");
+  EXPECT_EQ(After(argv, "-add-fd"), "fd=8,set=8");
+  EXPECT_TRUE(Has(argv, "file,id=console,path=/dev/fdset/8"));
+  EXPECT_TRUE(Has(argv, "socket,id=agent,fd=6,server=on,wait=off"));
+  EXPECT_TRUE(Has(argv, "socket,id=qmp,fd=7,server=on,wait=off"));
+  EXPECT_EQ(After(argv, "-mon"), "chardev=qmp,mode=control");
+  EXPECT_FALSE(Has(argv, "-qmp"));
+  EXPECT_EQ(After(argv, "-name"), "hull:/run/hull/vm/p");
+  for (const std::string& arg : argv) {
+    EXPECT_EQ(arg.find("agent.sock"), std::string::npos) << arg;
+    EXPECT_EQ(arg.find("/share"), std::string::npos) << arg;
+  }
+  EXPECT_EQ(ShareHelperArgv(GuestAssets{.share_helper = "/usr/lib/qemu/virtfs-proxy-helper"},
+                            "/run/hull/vm/p/share"),
+            (std::vector<std::string>{"/usr/lib/qemu/virtfs-proxy-helper", "-n", "-f", "3", "-p",
+                                      "/run/hull/vm/p/share"}));
 }
 
 // A template and its clone differ only in the RAM backend's share, the
@@ -180,6 +224,7 @@ class AssetsTest : public ::testing::Test {
     char tmpl[] = "/tmp/hull-qemu-command.XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
+    fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   }
   void TearDown() override { fs::remove_all(dir_); }
   void Touch(const std::string& name) { std::ofstream(dir_ + "/" + name) << "x"; }
@@ -217,6 +262,47 @@ TEST_F(AssetsTest, EachMissingAssetIsNamed) {
 
   options = VmOptions{.qemu = "/bin/true", .share = "virtiofs"};
   EXPECT_EQ(ResolveGuestAssets(options, {dir_}).error().code(), Code::kUnimplemented);
+}
+
+// A jailed QEMU with a share helper is a user of its own: assets it could
+// not open are refused before boot, naming the key; without the helper
+// (QEMU as root) they pass.
+TEST_F(AssetsTest, AssetsAJailedQemuCannotOpenAreNamed) {
+  Touch("vmlinux");
+  Touch("initramfs.cpio");
+  const std::string helper = "/bin/true";
+  VmOptions options{.qemu = "/bin/true", .share_helper = helper};
+  auto assets = ResolveGuestAssets(options, {dir_});
+  ASSERT_TRUE(assets) << assets.error().ToString();
+  EXPECT_EQ(assets->share_helper, helper);
+
+  fs::permissions(dir_ + "/vmlinux", fs::perms::owner_read | fs::perms::owner_write);
+  assets = ResolveGuestAssets(options, {dir_});
+  ASSERT_FALSE(assets);
+  EXPECT_EQ(assets.error().code(), Code::kFailedPrecondition);
+  EXPECT_NE(assets.error().message().find("([vm] kernel) is not open to QEMU's jail user"),
+            std::string::npos)
+      << assets.error().ToString();
+  fs::permissions(dir_ + "/vmlinux", fs::perms::others_read, fs::perm_options::add);
+  // A directory on the way that others cannot search.
+  fs::create_directories(dir_ + "/private");
+  fs::permissions(dir_ + "/private", fs::perms::owner_all);
+  std::ofstream(dir_ + "/private/initramfs.cpio") << "x";
+  options.initramfs = dir_ + "/private/initramfs.cpio";
+  assets = ResolveGuestAssets(options, {dir_});
+  ASSERT_FALSE(assets);
+  EXPECT_NE(assets.error().message().find("([vm] initramfs)"), std::string::npos);
+  // Through a symlink into it, too.
+  fs::create_symlink(dir_ + "/private/initramfs.cpio", dir_ + "/link.cpio");
+  options.initramfs = dir_ + "/link.cpio";
+  EXPECT_FALSE(ResolveGuestAssets(options, {dir_}));
+
+  options.share_helper = "";
+  assets = ResolveGuestAssets(options, {dir_});
+  ASSERT_TRUE(assets) << assets.error().ToString();
+  EXPECT_EQ(assets->share_helper, "");
+  options = VmOptions{.qemu = "/bin/true", .share_helper = "relative/helper"};
+  EXPECT_EQ(ResolveGuestAssets(options, {dir_}).error().code(), Code::kNotFound);
 }
 
 TEST(GuestAssetDirsTest, PackageThenBuildTree) {

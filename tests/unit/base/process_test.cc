@@ -104,6 +104,34 @@ TEST_F(ProcessTest, JailedChildKeepsOnlyItsCapabilitiesAndSeesHiddenDirectoriesE
   EXPECT_TRUE(::access("/etc/passwd", F_OK) == 0);
 }
 
+// A jail with its own user (QEMU's when its 9p export is served by a
+// helper): the child runs as that uid and gid with only the given groups and
+// no capability in any set, whatever it was started with.
+TEST_F(ProcessTest, JailedChildWithAUserHasNoCapabilities) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (setuid, a mount namespace)";
+  std::optional<CommandResult> result;
+  auto cmd = Command::Start(
+      *loop_, *reaper_,
+      SpawnOptions{.argv = {"/bin/sh", "-c",
+                            "grep -E '^(Uid|Gid|Groups|CapEff|CapPrm|CapBnd|NoNewPrivs):' "
+                            "/proc/self/status | tr -s ' \t' ' '"},
+                   .jail = SpawnJail{.uid = 2100000123, .gid = 2100000000, .groups = {2100000001}}},
+      "", [&](CommandResult res) { result = res; });
+  ASSERT_TRUE(cmd.has_value()) << cmd.error().ToString();
+  ASSERT_TRUE(loop_->RunUntil([&] { return result.has_value(); }, milliseconds(5000)));
+  EXPECT_EQ(result->out,
+            "Uid: 2100000123 2100000123 2100000123 2100000123\n"
+            "Gid: 2100000000 2100000000 2100000000 2100000000\n"
+            "Groups: 2100000001 \n"
+            "CapPrm: 0000000000000000\nCapEff: 0000000000000000\n"
+            "CapBnd: 0000000000000000\nNoNewPrivs: 1\n")
+      << result->err;
+  // Capabilities and a user of its own do not go together.
+  EXPECT_FALSE(Spawn(SpawnOptions{.argv = {"/bin/true"},
+                                  .jail = SpawnJail{.capabilities = 1, .uid = 2100000123}})
+                   .has_value());
+}
+
 TEST_F(ProcessTest, ExitBeforeWatchIsKeptUntilClaimed) {
   auto pid = Spawn(SpawnOptions{.argv = {"/bin/true"}});
   ASSERT_TRUE(pid.has_value());

@@ -166,13 +166,14 @@ TEST_F(SpawnerTest, CallsAnswerWithDataAndDescriptors) {
 // A jail travels with the spawn: the child keeps only its capabilities.
 TEST_F(SpawnerTest, AJailedSpawnKeepsOnlyItsCapabilities) {
   if (::geteuid() != 0) GTEST_SKIP() << "a jail needs root";
-  CommandResult r = [&] {
+  auto run = [&](SpawnJail jail) {
     Result<Pipe> out = MakePipe();
     EXPECT_TRUE(out.has_value());
     Result<pid_t> pid = reaper_->Spawn(SpawnOptions{
-        .argv = {"/bin/sh", "-c", "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; ls /etc"},
+        .argv = {"/bin/sh", "-c",
+                 "grep -E '^(Uid|Groups|CapEff|NoNewPrivs)' /proc/self/status; ls /etc"},
         .fds = {{1, out->write.get()}},
-        .jail = SpawnJail{.hide = {"/etc"}, .capabilities = 0x1f}});
+        .jail = std::move(jail)});
     EXPECT_TRUE(pid.has_value()) << pid.error().ToString();
     out->write.reset();
     std::optional<int> status;
@@ -183,9 +184,17 @@ TEST_F(SpawnerTest, AJailedSpawnKeepsOnlyItsCapabilities) {
     for (ssize_t n; (n = ::read(out->read.get(), buf, sizeof buf)) > 0;) result.out.append(buf, n);
     result.exit_status = ExitStatusFromWait(status.value_or(0));
     return result;
-  }();
+  };
+  CommandResult r = run(SpawnJail{.hide = {"/etc"}, .capabilities = 0x1f});
   EXPECT_EQ(r.exit_status, 0) << r.out;
-  EXPECT_EQ(r.out, "CapEff:\t000000000000001f\nNoNewPrivs:\t1\n");
+  EXPECT_TRUE(r.out.starts_with("Uid:\t0\t0\t0\t0\n")) << r.out;
+  EXPECT_TRUE(r.out.ends_with("CapEff:\t000000000000001f\nNoNewPrivs:\t1\n")) << r.out;
+  // A user of its own travels too.
+  r = run(SpawnJail{.hide = {"/etc"}, .uid = 2100000007, .gid = 2100000000, .groups = {7}});
+  EXPECT_EQ(r.exit_status, 0) << r.out;
+  EXPECT_EQ(r.out,
+            "Uid:\t2100000007\t2100000007\t2100000007\t2100000007\nGroups:\t7 \n"
+            "CapEff:\t0000000000000000\nNoNewPrivs:\t1\n");
 }
 
 TEST_F(SpawnerTest, ManyExitsArriveEachOnce) {

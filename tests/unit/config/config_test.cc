@@ -117,6 +117,9 @@ ShimConfig EveryKey() {
   c.runtime.vm.templates = true;
   c.runtime.vm.template_cache_mib = 512;
   c.runtime.vm.memory_headroom_mib = 128;
+  c.runtime.vm.jail = false;
+  c.runtime.vm.share_helper = "/opt/qemu/libexec/virtfs-proxy-helper";
+  c.runtime.vm.jail_id_base = 3'000'000'000;
   c.security.confine = true;
   c.security.logging_binaries = {"/usr/local/bin/nerdctl", "/opt/log/bin/fluent"};
   return c;
@@ -357,6 +360,8 @@ tcg_tb_size_mib = 16
 templates = true
 template_cache_mib = 2048
 memory_headroom_mib = 512
+share_helper = ""
+jail_id_base = 100000
 )",
                        "vm.toml", c);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -366,6 +371,9 @@ memory_headroom_mib = 512
   EXPECT_TRUE(c.runtime.vm.templates);
   EXPECT_EQ(c.runtime.vm.template_cache_mib, 2048u);
   EXPECT_EQ(c.runtime.vm.memory_headroom_mib, 512u);
+  EXPECT_EQ(c.runtime.vm.share_helper, "");
+  EXPECT_EQ(c.runtime.vm.jail_id_base, 100000u);
+  EXPECT_TRUE(c.runtime.vm.jail);  // the default
   EXPECT_EQ(c.runtime.vm.kernel, "/k");
   EXPECT_EQ(c.runtime.vm.qemu, "qemu-system-x86_64");  // the default
 }
@@ -384,6 +392,9 @@ TEST_F(ConfigTest, VmBadKeysAndValuesAreRefusedWithTheLine) {
            Bad{"[vm]\ntemplates = \"yes\"", "templates: expected true or false"},
            Bad{"[vm]\ntcg_tb_size_mib = -1", "tcg_tb_size_mib: expected an integer"},
            Bad{"[vm]\nmemory_headroom_mib = 2000000", "memory_headroom_mib: expected an integer"},
+           Bad{"[vm]\njail_id_base = 0", "jail_id_base: expected an integer"},
+           Bad{"[vm]\njail_id_base = 4294000000", "jail_id_base: expected an integer"},
+           Bad{"[vm]\nshare_helper = false", "share_helper: expected a string"},
            Bad{"[vm]\nvcpus = 2", "unknown key \"vm.vcpus\""},
        }) {
     ShimConfig c = EveryKey();

@@ -5,6 +5,7 @@
 #include "shim/security/spawn_policy.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -35,6 +36,28 @@ class SpawnPolicyTest : public ::testing::Test {
     policy_.emplace(MakeSpawnPolicy(config, "k8s.io", {bundles_.string()}, "/nonexistent/hull"));
     ASSERT_TRUE(policy_->runtime_error.ok()) << policy_->runtime_error.ToString();
   }
+
+  // The policy of a vm server of pod1 with `options` and `assets`; `pod` and
+  // `run` are that pod's paths (with the share helper's descriptors when
+  // `assets` name one).
+  SpawnPolicy VmPolicy(const VmOptions& options, const vm::GuestAssets& assets) {
+    fs::create_directories(bundles_ / "pod1");
+    SpawnPolicy policy = *policy_;
+    policy.qemu = vm::QemuRule{.assets = assets,
+                               .jail = vm::QemuJail(options, {}),
+                               .pod = vm::ReadVmPod((bundles_ / "pod1").string())};
+    pod = vm::VmPaths{.agent_socket = run + "/agent.sock",
+                      .console_log = (bundles_ / "pod1" / "vm-console.log").string(),
+                      .share_dir = run + "/share"};
+    if (!assets.share_helper.empty()) {
+      pod.agent_fd = vm::kAgentFd;
+      pod.console_fd = vm::kConsoleFd;
+      pod.share_fd = vm::kShareFd;
+    }
+    return policy;
+  }
+  const std::string run = std::string(vm::kRunRoot) + "/pod1";
+  vm::VmPaths pod;
 
   // The builder the backend uses for container `id`: its calls log to its
   // own bundle.
@@ -128,18 +151,10 @@ TEST_F(SpawnPolicyTest, AVmPodStartsNoOciRuntime) {
 // the configured assets and jail, pass; anything that would give QEMU
 // another file, device, helper or less of a jail is refused.
 TEST_F(SpawnPolicyTest, QemuStartsOnlyAsTheVmBackendMakesIt) {
-  fs::create_directories(bundles_ / "pod1");
-  VmOptions options;  // [vm] jail = true
+  VmOptions options{.share_helper = ""};  // [vm] jail = true, QEMU serves the share
   const vm::GuestAssets assets{
       .qemu = "/usr/bin/qemu-system-x86_64", .kernel = "/g/vmlinuz", .initramfs = "/g/initrd"};
-  SpawnPolicy policy = *policy_;
-  policy.qemu = vm::QemuRule{.assets = assets,
-                             .jail = vm::QemuJail(options, {}),
-                             .pod = vm::ReadVmPod((bundles_ / "pod1").string())};
-  const std::string run = std::string(vm::kRunRoot) + "/pod1";
-  const vm::VmPaths pod{.agent_socket = run + "/agent.sock",
-                        .console_log = (bundles_ / "pod1" / "vm-console.log").string(),
-                        .share_dir = run + "/share"};
+  SpawnPolicy policy = VmPolicy(options, assets);
   const std::string tmpl = std::string(vm::kTemplateRoot) + "/abc.build";
   const vm::VmPaths template_vm{.agent_socket = tmpl + "/agent.sock",
                                 .console_log = tmpl + "/console.log",
@@ -204,6 +219,82 @@ TEST_F(SpawnPolicyTest, QemuStartsOnlyAsTheVmBackendMakesIt) {
   SpawnOptions env = spawn(cold);
   env.env = std::vector<std::string>{"LD_PRELOAD=/tmp/x.so"};
   refused(env, "an environment of the server's");
+  SpawnOptions as_user = spawn(cold);
+  as_user.jail->uid = 1000;
+  refused(as_user, "a user while QEMU serves its share as root");
+}
+
+// With the share helper (the default), QEMU is a user of its own made from
+// the spawner's pid, with no capability, and is handed descriptors; the
+// helper starts only on a share of the pod or of a template.
+TEST_F(SpawnPolicyTest, QemuWithAUserOfItsOwnGetsDescriptorsAndItsHelper) {
+  VmOptions options;
+  const vm::GuestAssets assets{.qemu = "/usr/bin/qemu-system-x86_64",
+                               .kernel = "/g/vmlinuz",
+                               .initramfs = "/g/initrd",
+                               .share_helper = "/usr/lib/qemu/virtfs-proxy-helper"};
+  SpawnPolicy policy = VmPolicy(options, assets);
+  // The check runs in the spawner: its own pid makes the uid.
+  auto spawn = [&](Argv argv) {
+    return SpawnOptions{.argv = std::move(argv),
+                        .fds = {{1, 1}, {2, 2}},
+                        .parent_death_signal = 9,
+                        .jail = vm::QemuJail(options, {assets.qemu, run}, ::getpid())};
+  };
+  const Argv clone = vm::QemuArgv(assets, options, 2, 376, pod, "2000000", std::nullopt,
+                                  vm::GuestRam{.file = std::string(vm::kTemplateRoot) + "/abc/ram",
+                                               .incoming = true,
+                                               .qmp_socket = run + "/qmp.sock",
+                                               .qmp_fd = vm::kQmpFd});
+  Status allowed = CheckSpawn(policy, spawn(clone));
+  EXPECT_TRUE(allowed.ok()) << allowed.ToString();
+  auto refused = [&](SpawnOptions options, std::string_view why) {
+    Status s = CheckSpawn(policy, options);
+    EXPECT_EQ(s.code(), Code::kPermissionDenied) << why << ": " << s.ToString();
+  };
+  SpawnOptions other_uid = spawn(clone);
+  other_uid.jail->uid += 1;
+  refused(other_uid, "another pod's uid");
+  SpawnOptions root = spawn(clone);
+  root.jail->uid = 0;
+  refused(root, "root");
+  SpawnOptions group = spawn(clone);
+  group.jail->groups = {0};
+  refused(group, "root's group");
+  // Paths QEMU would open itself: its user could not, and must not be asked.
+  const vm::VmPaths with_paths{
+      .agent_socket = pod.agent_socket, .console_log = pod.console_log, .share_dir = pod.share_dir};
+  refused(spawn(vm::QemuArgv(assets, options, 2, 376, with_paths, "2000000")),
+          "a share QEMU would serve itself");
+  Argv qmp_path = clone;
+  qmp_path.insert(qmp_path.end(), {"-qmp", "unix:" + run + "/qmp.sock,server=on,wait=off"});
+  refused(spawn(qmp_path), "a QMP socket by path");
+  Argv other_fd = clone;
+  for (std::string& arg : other_fd) {
+    if (arg == "proxy,id=pod,sock_fd=5") arg = "proxy,id=pod,socket=/run/x.sock";
+  }
+  refused(spawn(other_fd), "a helper socket by path");
+
+  // The helper: on the pod's share (or a template's), nothing else.
+  auto helper = [&](const std::string& share) {
+    return SpawnOptions{.argv = vm::ShareHelperArgv(assets, share),
+                        .fds = {{vm::kShareHelperFd, 1}, {1, 1}, {2, 2}},
+                        .parent_death_signal = 9};
+  };
+  for (const std::string& share :
+       {run + "/share", std::string(vm::kTemplateRoot) + "/abc.build/share"}) {
+    allowed = CheckSpawn(policy, helper(share));
+    EXPECT_TRUE(allowed.ok()) << share << ": " << allowed.ToString();
+  }
+  refused(helper("/"), "the host's root");
+  refused(helper(std::string(vm::kRunRoot) + "/c1/share"), "another pod's share");
+  refused(helper(run + "/share/../../.."), "a share that climbs out");
+  SpawnOptions extra = helper(run + "/share");
+  extra.argv.insert(extra.argv.end(), {"-u", "0"});
+  refused(extra, "other options");
+  SpawnOptions fds = helper(run + "/share");
+  fds.fds.push_back({9, 1});
+  refused(fds, "another descriptor");
 }
 
 }  // namespace
