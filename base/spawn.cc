@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -80,7 +81,11 @@ bool EnterJail(const std::vector<const char*>& hide, const SpawnJail& jail, int 
     data[i] = {.effective = word, .permitted = word, .inheritable = word};
   }
   if (::syscall(SYS_capset, &header, data) != 0) return false;
-  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0;
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return false;
+  if (jail.seccomp.empty()) return true;
+  sock_fprog program{.len = static_cast<unsigned short>(jail.seccomp.size()),
+                     .filter = const_cast<sock_filter*>(jail.seccomp.data())};
+  return ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0) == 0;
 }
 
 const char* StageName(int stage) {
@@ -145,6 +150,9 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
     if (options.jail->uid != 0 && options.jail->capabilities != 0) {
       return InvalidArgumentError("spawn: a jail with its own user keeps no capability");
     }
+    if (options.jail->seccomp.size() > BPF_MAXINSNS) {
+      return InvalidArgumentError("spawn: the jail's seccomp filter is over BPF_MAXINSNS");
+    }
   }
 
   sigset_t empty;
@@ -207,6 +215,11 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
     return ErrnoError(payload[1], StageName(payload[0]), options.argv[0]);
   }
   return pid;
+}
+
+bool SameFilter(const std::vector<sock_filter>& a, const std::vector<sock_filter>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(sock_filter)) == 0);
 }
 
 int ExitStatusFromWait(int wait_status) {

@@ -5,6 +5,7 @@
 // signalfd, and children must not inherit that).
 #pragma once
 
+#include <linux/filter.h>
 #include <sys/types.h>
 
 #include <optional>
@@ -35,7 +36,13 @@ struct SpawnJail {
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;
+  // A seccomp filter (classic BPF) the child loads last, after NoNewPrivs
+  // and before exec; empty: none.
+  std::vector<sock_filter> seccomp;
 };
+
+// Whether two filters are the same program, instruction by instruction.
+bool SameFilter(const std::vector<sock_filter>& a, const std::vector<sock_filter>& b);
 
 struct SpawnOptions {
   // argv[0] is the program: a path, or a name looked up in PATH.

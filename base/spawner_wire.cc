@@ -77,6 +77,8 @@ std::string EncodeSpawn(const SpawnOptions& options) {
     w.U32(options.jail->gid);
     w.U32(static_cast<uint32_t>(options.jail->groups.size()));
     for (gid_t group : options.jail->groups) w.U32(group);
+    w.Str(std::string(reinterpret_cast<const char*>(options.jail->seccomp.data()),
+                      options.jail->seccomp.size() * sizeof(sock_filter)));
   }
   return w.Take();
 }
@@ -112,6 +114,13 @@ Result<SpawnOptions> DecodeSpawn(Reader& r, const std::vector<UniqueFd>& fds) {
       if (!r.U32(group)) return bad();
       jail.groups.push_back(group);
     }
+    std::string filter;
+    if (!r.Str(filter) || filter.size() % sizeof(sock_filter) != 0 ||
+        filter.size() / sizeof(sock_filter) > BPF_MAXINSNS) {
+      return bad();
+    }
+    jail.seccomp.resize(filter.size() / sizeof(sock_filter));
+    if (!filter.empty()) std::memcpy(jail.seccomp.data(), filter.data(), filter.size());
     jail.uid = uid;
     jail.gid = gid;
     for (const std::string& dir : jail.hide) {

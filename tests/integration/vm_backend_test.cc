@@ -304,6 +304,8 @@ TEST_P(VmBackendTest, QemuRunsJailedAndItsShareStillWorks) {
   }
   EXPECT_EQ(field("NoNewPrivs"), "1") << status;
   EXPECT_EQ(field("Seccomp"), "2") << status;
+  // hull's filter, then QEMU's own -sandbox.
+  EXPECT_GE(std::stoi(field("Seccomp_filters")), 2) << status;
   // The 9p export is its share helper's: root in a chroot of the pod's
   // share, with only its file capabilities, QEMU's sibling under the
   // spawner; QEMU holds no path of the share.

@@ -11,6 +11,7 @@
 
 #include "base/file_util.h"
 #include "runtime/oci_cli/spec_version.h"
+#include "shim/backend/vm/qemu_filter.h"
 
 namespace hull::shim::vm {
 namespace {
@@ -289,6 +290,12 @@ std::optional<SpawnJail> QemuJail(const VmOptions& options, const std::vector<st
                                   pid_t starter) {
   if (!options.jail) return std::nullopt;
   SpawnJail jail;
+  // hull's filter under QEMU's own -sandbox (qemu_filter.h). It builds on
+  // every supported host; were it not to, the spawner's rule (made the same
+  // way) has none either, and QEMU keeps its own sandbox.
+  if (Result<std::vector<sock_filter>> filter = QemuJailFilter(); filter) {
+    jail.seccomp = std::move(*filter);
+  }
   if (!options.share_helper.empty()) {
     // The helper does the 9p export's file work: QEMU opens only what it is
     // handed and its guest assets (world-readable), so it needs no

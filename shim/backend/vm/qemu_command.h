@@ -141,7 +141,8 @@ std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& op
 // /root are empty, but for a directory that holds one of `needed` (the
 // paths QEMU opens: its binary, the guest assets, the run directory, the
 // bundle), which stays. QemuArgv adds QEMU's own seccomp sandbox.
-// With a share helper (`[vm] share_helper`), QEMU needs no capability: it
+// Every jail carries hull's seccomp filter (QemuJailFilter), loaded before
+// QEMU's own. With a share helper (`[vm] share_helper`), QEMU needs no capability: it
 // runs as uid `[vm] jail_id_base` + `starter` (the pid of the process that
 // spawns it), gid `jail_id_base`, with /dev/kvm's group for `accel = "kvm"`.
 std::optional<SpawnJail> QemuJail(const VmOptions& options, const std::vector<std::string>& needed,

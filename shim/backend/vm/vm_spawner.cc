@@ -432,6 +432,9 @@ Status CheckQemuSpawn(const QemuRule& rule, const SpawnOptions& options) {
     if (rule.jail->uid == 0 && (options.jail->uid != 0 || !options.jail->groups.empty())) {
       return Refused(options, "the jail's user is root's with no share helper");
     }
+    if (!SameFilter(options.jail->seccomp, rule.jail->seccomp)) {
+      return Refused(options, "[vm] jail is on: QEMU runs under hull's seccomp filter");
+    }
     for (const std::string& dir : options.jail->hide) {
       if (std::find(rule.jail->hide.begin(), rule.jail->hide.end(), dir) == rule.jail->hide.end()) {
         return Refused(options, "the jail hides " + dir + ", which it never hides");

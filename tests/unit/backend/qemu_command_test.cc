@@ -6,6 +6,7 @@
 #include "shim/backend/vm/qemu_command.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,8 +14,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/spawn.h"
+#include "base/unique_fd.h"
 #include "shim/backend/vm/pod_network.h"
 #include "shim/backend/vm/pod_share.h"
+#include "shim/backend/vm/qemu_filter.h"
 
 namespace hull::shim::vm {
 namespace {
@@ -155,6 +159,46 @@ TEST(QemuArgvTest, JailedUnlessTurnedOff) {
   ::rmdir(dir);
   ASSERT_TRUE(jail.has_value());
   EXPECT_EQ(jail->hide, (std::vector<std::string>{"/home", "/root"}));
+}
+
+// hull's own filter under QEMU's sandbox (qemu_filter.h): every jail has it,
+// the same program each time (the spawner compares), and a child under it
+// can still exec and run but cannot make a user namespace or trace.
+TEST(QemuJailFilterTest, DeniesNamespacesAndTracingAndLetsTheRestRun) {
+  Result<std::vector<sock_filter>> filter = QemuJailFilter();
+  ASSERT_TRUE(filter) << filter.error().ToString();
+  EXPECT_GT(filter->size(), QemuDeniedCalls().size());
+  EXPECT_TRUE(SameFilter(*filter, *QemuJailFilter()));
+  for (const VmOptions& options : {VmOptions{}, VmOptions{.share_helper = ""}}) {
+    std::optional<SpawnJail> jail = QemuJail(options, {});
+    ASSERT_TRUE(jail.has_value());
+    EXPECT_TRUE(SameFilter(jail->seccomp, *filter));
+  }
+  if (::geteuid() != 0) GTEST_SKIP() << "a user namespace refused for a reason of its own";
+  auto run = [&](std::vector<std::string> argv) {
+    Result<Pipe> out = MakePipe();
+    EXPECT_TRUE(out.has_value());
+    Result<pid_t> pid = Spawn(SpawnOptions{.argv = std::move(argv),
+                                           .fds = {{1, out->write.get()}, {2, out->write.get()}},
+                                           .jail = SpawnJail{.seccomp = *filter}});
+    EXPECT_TRUE(pid.has_value()) << pid.error().ToString();
+    out->write.reset();
+    std::string text;
+    char buf[512];
+    for (ssize_t n; (n = ::read(out->read.get(), buf, sizeof buf)) > 0;) text.append(buf, n);
+    int status = 0;
+    if (pid) ::waitpid(*pid, &status, 0);
+    return std::make_pair(ExitStatusFromWait(status), text);
+  };
+  auto [code, out] = run({"/bin/sh", "-c", "grep -E '^Seccomp:' /proc/self/status"});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out, "Seccomp:\t2\n");
+  // Unconfined, root makes a user namespace; under the filter, nobody does.
+  std::tie(code, out) = run({"unshare", "--user", "true"});
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(out.find("Operation not permitted"), std::string::npos) << out;
+  std::tie(code, out) = run({"unshare", "--mount", "--net", "true"});
+  EXPECT_NE(code, 0) << out;
 }
 
 // A QEMU with a user of its own opens none of the pod's files: it gets the

@@ -261,6 +261,12 @@ TEST_F(SpawnPolicyTest, QemuWithAUserOfItsOwnGetsDescriptorsAndItsHelper) {
   SpawnOptions group = spawn(clone);
   group.jail->groups = {0};
   refused(group, "root's group");
+  SpawnOptions no_filter = spawn(clone);
+  no_filter.jail->seccomp.clear();
+  refused(no_filter, "without hull's seccomp filter");
+  SpawnOptions other_filter = spawn(clone);
+  other_filter.jail->seccomp.pop_back();
+  refused(other_filter, "another filter");
   // Paths QEMU would open itself: its user could not, and must not be asked.
   const vm::VmPaths with_paths{
       .agent_socket = pod.agent_socket, .console_log = pod.console_log, .share_dir = pod.share_dir};
