@@ -173,7 +173,10 @@ class CriTest : public ::testing::Test {
 
     EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 20s))
         << "hull shim still running after RemovePodSandbox";
-    EXPECT_TRUE(ProcessesMatching(pod).empty()) << "a process still names the pod " << pod;
+    // A confined server's spawner ends just after its server (on the
+    // channel's EOF): wait for it, then nothing may name the pod.
+    EXPECT_TRUE(WaitUntil([&] { return ProcessesMatching(pod).empty(); }, 10s))
+        << "a process still names the pod " << pod << DescribeProcesses(ProcessesMatching(pod));
     EXPECT_EQ(MountsUnder(containerd_->dir()), std::vector<std::string>{});
     EXPECT_FALSE(fs::exists(socket)) << socket;
     EXPECT_FALSE(fs::exists(Bundle(pod)));

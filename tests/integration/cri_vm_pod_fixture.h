@@ -279,7 +279,10 @@ class CriVmPodTest : public ::testing::TestWithParam<Containerd> {
     EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 60s))
         << "hull shim still running after RemovePodSandbox";
     EXPECT_TRUE(Qemus(pod).empty());
-    EXPECT_TRUE(ProcessesMatching(pod).empty()) << "a process still names the pod " << pod;
+    // A confined server's spawner ends just after its server (on the
+    // channel's EOF): wait for it, then nothing may name the pod.
+    EXPECT_TRUE(WaitUntil([&] { return ProcessesMatching(pod).empty(); }, 10s))
+        << "a process still names the pod " << pod << DescribeProcesses(ProcessesMatching(pod));
     EXPECT_EQ(MountsUnder(containerd_->dir()), std::vector<std::string>{});
     EXPECT_EQ(MountsUnder(kVmRunRoot + pod), std::vector<std::string>{});
     EXPECT_FALSE(fs::exists(kVmRunRoot + pod));

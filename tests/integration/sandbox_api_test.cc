@@ -321,7 +321,10 @@ class SandboxApiTest : public ::testing::TestWithParam<ShimCase> {
     EXPECT_TRUE(WaitUntil([&] { return HullShims().empty(); }, 20s))
         << "hull shim still running after RemovePodSandbox\n"
         << containerd_->LogTail(200);
-    EXPECT_TRUE(ProcessesMatching(pod).empty()) << "a process still names the pod " << pod;
+    // A confined server's spawner ends just after its server (on the
+    // channel's EOF): wait for it, then nothing may name the pod.
+    EXPECT_TRUE(WaitUntil([&] { return ProcessesMatching(pod).empty(); }, 10s))
+        << "a process still names the pod " << pod << DescribeProcesses(ProcessesMatching(pod));
     EXPECT_TRUE(HullProcesses(/*pause=*/true).empty()) << "a pause process is left";
     EXPECT_TRUE(RunscSandboxes(pod).empty()) << "a gVisor sandbox is left";
     EXPECT_TRUE(Qemus(pod).empty()) << "a QEMU is left";

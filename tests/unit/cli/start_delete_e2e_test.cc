@@ -202,14 +202,21 @@ class StartDeleteTest : public ::testing::Test {
   }
 
   // The one process holding the listener at `address`, remembered for
-  // TearDown.
+  // TearDown. A confined server's spawner (the default) inherits the
+  // listener with the fork and closes it as its first step: until then two
+  // processes hold it, so this waits (5 s at most) for the one.
   pid_t ServerFor(const std::string& address) {
     std::string path = address.substr(strlen("unix://"));
     std::string inode = ListenerInode(path);
     EXPECT_FALSE(inode.empty()) << "nothing listens on " << path;
-    auto holders = Holders(inode);
     std::set<pid_t> pids;
-    for (auto& [pid, fd] : holders) pids.insert(pid);
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    do {
+      pids.clear();
+      for (auto& [pid, fd] : Holders(inode)) pids.insert(pid);
+      if (pids.size() == 1) break;
+      std::this_thread::sleep_for(10ms);
+    } while (std::chrono::steady_clock::now() < deadline);
     EXPECT_EQ(pids.size(), 1u) << "listener held by " << pids.size() << " processes";
     if (pids.empty()) return -1;
     pid_t pid = *pids.begin();
