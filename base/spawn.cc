@@ -8,13 +8,16 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "base/unique_fd.h"
 
@@ -52,12 +55,99 @@ int LastCapability() {
   return last;
 }
 
-// SpawnJail, in the child. Async-signal-safe: `hide` are C strings made
-// before the fork.
-bool EnterJail(const std::vector<const char*>& hide, const SpawnJail& jail, int last_cap) {
+// SpawnJail::root as the child makes it: every path joined to the root
+// before the fork, so that the child only makes system calls.
+struct RootPlan {
+  std::string root;
+  struct Bind {
+    std::string source;
+    std::string target;  // root + source
+    bool directory = false;
+    bool writable = false;
+  };
+  std::vector<Bind> binds;
+  std::vector<std::pair<std::string, std::string>> links;  // root + path, target
+  std::string proc;                                        // root + "/proc"
+};
+
+RootPlan PlanRoot(const SpawnJail& jail) {
+  RootPlan plan{.root = jail.root, .proc = jail.root + "/proc"};
+  for (const SpawnJail::Bind& bind : jail.binds) {
+    struct stat st;
+    const bool directory = ::stat(bind.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    plan.binds.push_back({.source = bind.path,
+                          .target = jail.root + bind.path,
+                          .directory = directory,
+                          .writable = bind.writable});
+  }
+  for (const auto& [path, target] : jail.links) plan.links.emplace_back(jail.root + path, target);
+  return plan;
+}
+
+// mkdir -p of the directories above `path` (a copy of the child's own, so
+// it may be cut and mended in place). Async-signal-safe.
+bool MakeParents(std::string& path) {
+  for (size_t i = 1; i < path.size(); ++i) {
+    if (path[i] != '/') continue;
+    path[i] = '\0';
+    const int rc = ::mkdir(path.c_str(), 0755);
+    path[i] = '/';
+    if (rc != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
+
+// SpawnJail::root, in the child (already in its own mount namespace).
+bool EnterRoot(RootPlan& plan) {
+  if (::mount("hull-jail", plan.root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") !=
+      0) {
+    return false;
+  }
+  for (RootPlan::Bind& bind : plan.binds) {
+    if (!MakeParents(bind.target)) return false;
+    if (bind.directory) {
+      if (::mkdir(bind.target.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    } else {
+      const int fd = ::open(bind.target.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) return false;
+      ::close(fd);
+    }
+    if (::mount(bind.source.c_str(), bind.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) !=
+        0) {
+      return false;
+    }
+    if (!bind.writable &&
+        ::mount(nullptr, bind.target.c_str(), nullptr,
+                MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr) != 0) {
+      return false;
+    }
+  }
+  for (auto& [path, target] : plan.links) {
+    if (!MakeParents(path) || ::symlink(target.c_str(), path.c_str()) != 0) return false;
+  }
+  if (::mkdir(plan.proc.c_str(), 0555) != 0 ||
+      ::mount("proc", plan.proc.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "hidepid=invisible") != 0) {
+    return false;
+  }
+  if (::mount(nullptr, plan.root.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+              "size=1m,mode=0755") != 0) {
+    return false;
+  }
+  if (::chdir(plan.root.c_str()) != 0) return false;
+  if (::syscall(SYS_pivot_root, ".", ".") != 0) return false;
+  if (::umount2(".", MNT_DETACH) != 0) return false;
+  return ::chdir("/") == 0;
+}
+
+// SpawnJail, in the child. Async-signal-safe: `hide` are C strings and
+// `root` paths made before the fork.
+bool EnterJail(const std::vector<const char*>& hide, RootPlan* root, const SpawnJail& jail,
+               int last_cap) {
   const uint64_t keep = jail.capabilities;
   if (::unshare(CLONE_NEWNS) != 0) return false;
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) return false;
+  if (root != nullptr && !EnterRoot(*root)) return false;
   for (const char* dir : hide) {
     if (::mount("hull-jail", dir, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                 "size=4k,mode=0755") != 0) {
@@ -142,9 +232,14 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
   std::sort(keep, keep + keep_count);
 
   std::vector<const char*> hide;
+  std::optional<RootPlan> root_plan;
   int last_cap = -1;
   if (options.jail) {
-    for (const std::string& dir : options.jail->hide) hide.push_back(dir.c_str());
+    if (!options.jail->root.empty()) {
+      root_plan = PlanRoot(*options.jail);
+    } else {
+      for (const std::string& dir : options.jail->hide) hide.push_back(dir.c_str());
+    }
     last_cap = LastCapability();
     if (last_cap < 0) return InternalError("spawn: cannot read /proc/sys/kernel/cap_last_cap");
     if (options.jail->uid != 0 && options.jail->capabilities != 0) {
@@ -188,7 +283,8 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
     if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) {
       ChildFail(report.write.get(), kStageChdir);
     }
-    if (options.jail && !EnterJail(hide, *options.jail, last_cap)) {
+    if (options.jail &&
+        !EnterJail(hide, root_plan ? &*root_plan : nullptr, *options.jail, last_cap)) {
       ChildFail(report.write.get(), kStageJail);
     }
     char** env = options.env ? envp.data() : environ;

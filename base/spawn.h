@@ -39,6 +39,19 @@ struct SpawnJail {
   // A seccomp filter (classic BPF) the child loads last, after NoNewPrivs
   // and before exec; empty: none.
   std::vector<sock_filter> seccomp;
+  // Non-empty: an existing directory that becomes the child's `/`. A tmpfs
+  // is mounted on it (in the child's mount namespace only), `binds` and
+  // `links` are made in it at their own paths, `/proc` is mounted with
+  // hidepid=invisible (the child sees only its own user's processes), the
+  // tmpfs is made read-only and the child pivots into it; `hide` is moot.
+  std::string root;
+  struct Bind {
+    std::string path;  // a file, directory or device node of the host
+    bool writable = false;
+    friend bool operator==(const Bind&, const Bind&) = default;
+  };
+  std::vector<Bind> binds;
+  std::vector<std::pair<std::string, std::string>> links;  // path, symlink target
 };
 
 // Whether two filters are the same program, instruction by instruction.

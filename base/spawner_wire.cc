@@ -79,6 +79,17 @@ std::string EncodeSpawn(const SpawnOptions& options) {
     for (gid_t group : options.jail->groups) w.U32(group);
     w.Str(std::string(reinterpret_cast<const char*>(options.jail->seccomp.data()),
                       options.jail->seccomp.size() * sizeof(sock_filter)));
+    w.Str(options.jail->root);
+    w.U32(static_cast<uint32_t>(options.jail->binds.size()));
+    for (const SpawnJail::Bind& bind : options.jail->binds) {
+      w.Str(bind.path);
+      w.U8(bind.writable);
+    }
+    w.U32(static_cast<uint32_t>(options.jail->links.size()));
+    for (const auto& [path, target] : options.jail->links) {
+      w.Str(path);
+      w.Str(target);
+    }
   }
   return w.Take();
 }
@@ -121,6 +132,24 @@ Result<SpawnOptions> DecodeSpawn(Reader& r, const std::vector<UniqueFd>& fds) {
     }
     jail.seccomp.resize(filter.size() / sizeof(sock_filter));
     if (!filter.empty()) std::memcpy(jail.seccomp.data(), filter.data(), filter.size());
+    uint32_t nbinds = 0, nlinks = 0;
+    if (!r.Str(jail.root) || !r.U32(nbinds) || nbinds > 64) return bad();
+    for (uint32_t i = 0; i < nbinds; ++i) {
+      SpawnJail::Bind bind;
+      uint8_t writable = 0;
+      if (!r.Str(bind.path) || !r.U8(writable) || bind.path.empty() || bind.path[0] != '/') {
+        return bad();
+      }
+      bind.writable = writable != 0;
+      jail.binds.push_back(std::move(bind));
+    }
+    if (!r.U32(nlinks) || nlinks > 16) return bad();
+    for (uint32_t i = 0; i < nlinks; ++i) {
+      std::string path, target;
+      if (!r.Str(path) || !r.Str(target) || path.empty() || path[0] != '/') return bad();
+      jail.links.emplace_back(std::move(path), std::move(target));
+    }
+    if (!jail.root.empty() && jail.root[0] != '/') return bad();
     jail.uid = uid;
     jail.gid = gid;
     for (const std::string& dir : jail.hide) {

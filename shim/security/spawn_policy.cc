@@ -106,8 +106,9 @@ SpawnPolicy MakeSpawnPolicy(const ShimConfig& config, const std::string& ns,
     if (assets) {
       // Every directory the jail may hide: a boot hides those of them that
       // hold none of its paths.
-      policy.qemu.emplace(
-          vm::QemuRule{.assets = std::move(*assets), .jail = vm::QemuJail(config.runtime.vm, {})});
+      policy.qemu.emplace(vm::QemuRule{.assets = std::move(*assets),
+                                       .jail = vm::QemuJail(config.runtime.vm, {}),
+                                       .kvm = config.runtime.vm.accel == "kvm"});
     } else {
       policy.runtime_error = assets.error();
     }

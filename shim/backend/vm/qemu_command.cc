@@ -335,6 +335,33 @@ std::optional<SpawnJail> QemuJail(const VmOptions& options, const std::vector<st
   return jail;
 }
 
+void RootQemuJail(SpawnJail& jail, const std::string& dir, const GuestAssets& assets,
+                  const VmOptions& options, const std::string& ram_file) {
+  jail.root = dir;
+  jail.hide.clear();
+  jail.binds = {{.path = "/usr"}};
+  jail.links.clear();
+  for (const char* name : {"/bin", "/lib", "/lib64", "/sbin"}) {
+    char target[256];
+    const ssize_t n = ::readlink(name, target, sizeof target);
+    std::error_code ec;
+    if (n > 0 && static_cast<size_t>(n) < sizeof target) {
+      jail.links.emplace_back(name, std::string(target, static_cast<size_t>(n)));
+    } else if (std::filesystem::is_directory(name, ec)) {
+      jail.binds.push_back({.path = name});
+    }
+  }
+  // What /usr does not already hold.
+  for (const std::string& file : {assets.qemu, assets.kernel, assets.initramfs}) {
+    if (!file.starts_with("/usr/")) jail.binds.push_back({.path = file});
+  }
+  for (const char* device : {"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"}) {
+    jail.binds.push_back({.path = device, .writable = true});
+  }
+  if (options.accel == "kvm") jail.binds.push_back({.path = "/dev/kvm", .writable = true});
+  if (!ram_file.empty()) jail.binds.push_back({.path = ram_file, .writable = true});
+}
+
 std::vector<std::string> ShareHelperArgv(const GuestAssets& assets, const std::string& share_dir) {
   return {assets.share_helper, "-n", "-f", std::to_string(kShareHelperFd), "-p", share_dir};
 }

@@ -148,6 +148,18 @@ std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& op
 std::optional<SpawnJail> QemuJail(const VmOptions& options, const std::vector<std::string>& needed,
                                   pid_t starter = 0);
 
+// Gives a jail with a user of its own (QemuJail with a share helper) a root
+// of its own (docs/security.md, "QEMU's jail"): `dir`, an empty directory of
+// hull's, holding only /usr (read-only), the merged-/usr links (/bin, /lib,
+// /lib64, /sbin as the host has them), QEMU's binary when it is not in
+// /usr, the guest kernel and initramfs (read-only, at their own paths), the
+// devices QEMU opens (null, zero, random, urandom; kvm with `accel =
+// "kvm"`), `ram_file` when set (a template's RAM: writable, QEMU 7.2 opens
+// it read-write) and a /proc where it sees only itself. Nothing else of the
+// host: no /etc, /home, /root, /run, /tmp, /var.
+void RootQemuJail(SpawnJail& jail, const std::string& dir, const GuestAssets& assets,
+                  const VmOptions& options, const std::string& ram_file);
+
 // The share helper's argv: serving `share_dir` on descriptor
 // kShareHelperFd, in the foreground. It chroots into the share and keeps
 // only the capabilities of its file operations.

@@ -149,6 +149,10 @@ class VmBackend final : public Backend {
   // console log open. `held` keeps hull's copies until QEMU is spawned.
   Status HandQemuItsFiles(const GuestAssets& assets, int log_fd, VmPaths& paths, GuestRam& ram,
                           SpawnOptions& spawn, std::vector<UniqueFd>& held);
+  // For a QEMU with a user of its own: its root, `<dir>/jail` (made here),
+  // holding only its files (RootQemuJail), `ram_file` among them.
+  Status RootQemu(SpawnOptions& spawn, const GuestAssets& assets, const std::string& dir,
+                  const std::string& ram_file);
   // The pid a jailed QEMU's uid is made from: the process that spawns it.
   pid_t QemuStarter() const;
   // Maps an agent answer to the call's Status ("<what> <id>: ...").

@@ -208,6 +208,8 @@ void VmBackend::StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> c
       iface.set_guest_mac(boot->clone_of->mac);
     }
   }
+  Status rooted = RootQemu(spawn, boot->assets, run_dir_, ram.file);
+  if (!rooted.ok()) return FailBoot(boot, rooted);
   std::vector<UniqueFd> held;
   Status handed = HandQemuItsFiles(boot->assets, log.get(), paths, ram, spawn, held);
   if (!handed.ok()) return FailBoot(boot, handed);
@@ -498,10 +500,28 @@ pid_t VmBackend::QemuStarter() const {
   return reaper_.spawner() != nullptr ? reaper_.spawner()->pid() : ::getpid();
 }
 
+Status VmBackend::RootQemu(SpawnOptions& spawn, const GuestAssets& assets, const std::string& dir,
+                           const std::string& ram_file) {
+  if (!spawn.jail || spawn.jail->uid == 0) return Status::Ok();
+  const std::string root = dir + "/jail";
+  HULL_RETURN_IF_ERROR(MakeDirs(root, 0755));
+  RootQemuJail(*spawn.jail, root, assets, options_.vm, ram_file);
+  return Status::Ok();
+}
+
 Status VmBackend::HandQemuItsFiles(const GuestAssets& assets, int log_fd, VmPaths& paths,
                                    GuestRam& ram, SpawnOptions& spawn,
                                    std::vector<UniqueFd>& held) {
   if (assets.share_helper.empty()) return Status::Ok();
+  // What can fail without a process to undo comes first.
+  auto listen = [](const std::string& path) {
+    ::unlink(path.c_str());
+    return ttrpc::internal::ListenUnix(path, 4);
+  };
+  HULL_ASSIGN_OR_RETURN(UniqueFd agent, listen(paths.agent_socket));
+  UniqueFd console(::open(paths.console_log.c_str(),
+                          O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!console) return ErrnoError("open", paths.console_log);
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
     return ErrnoError("socketpair", "the share helper");
@@ -519,14 +539,6 @@ Status VmBackend::HandQemuItsFiles(const GuestAssets& assets, int log_fd, VmPath
   reaper_.Watch(*helper, [this, alive, pid = *helper](int) {
     if (!alive.expired()) share_helpers_.erase(pid);
   });
-  auto listen = [](const std::string& path) {
-    ::unlink(path.c_str());
-    return ttrpc::internal::ListenUnix(path, 4);
-  };
-  HULL_ASSIGN_OR_RETURN(UniqueFd agent, listen(paths.agent_socket));
-  UniqueFd console(::open(paths.console_log.c_str(),
-                          O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!console) return ErrnoError("open", paths.console_log);
   spawn.fds.insert(
       spawn.fds.end(),
       {{kShareFd, qemu_end.get()}, {kAgentFd, agent.get()}, {kConsoleFd, console.get()}});

@@ -104,6 +104,8 @@ void VmBackend::SpawnTemplate(std::shared_ptr<Boot> boot) {
       return TemplateFailed(boot, ErrnoError("make", ram.file));
     }
   }
+  Status rooted = RootQemu(spawn, boot->assets, build.dir, ram.file);
+  if (!rooted.ok()) return TemplateFailed(boot, rooted);
   Status handed = HandQemuItsFiles(boot->assets, log.get(), paths, ram, spawn, held);
   if (!handed.ok()) return TemplateFailed(boot, handed);
   spawn.argv = QemuArgv(boot->assets, options_.vm, boot->vcpus, boot->memory_mib, paths, b.tsc_khz,

@@ -435,6 +435,29 @@ Status CheckQemuSpawn(const QemuRule& rule, const SpawnOptions& options) {
     if (!SameFilter(options.jail->seccomp, rule.jail->seccomp)) {
       return Refused(options, "[vm] jail is on: QEMU runs under hull's seccomp filter");
     }
+    if (rule.jail->uid != 0) {
+      // Its root: its pod's (or template's) jail directory, holding exactly
+      // what RootQemuJail gives it.
+      const std::string& root = options.jail->root;
+      if (fs::path(root).filename() != "jail" || !QemuPathAllowed(rule.pod, root)) {
+        return Refused(options, "QEMU's root is the jail directory of its run directory");
+      }
+      std::string ram_file;
+      for (size_t i = 1; i + 1 < argv.size(); ++i) {
+        if (argv[i] == "-object" && argv[i + 1].starts_with("memory-backend-file,")) {
+          const auto fields = Fields(argv[i + 1]);
+          if (auto it = fields.find("mem-path"); it != fields.end()) ram_file = it->second;
+        }
+      }
+      SpawnJail expected;
+      RootQemuJail(expected, root, rule.assets, VmOptions{.accel = rule.kvm ? "kvm" : "tcg"},
+                   ram_file);
+      if (options.jail->binds != expected.binds || options.jail->links != expected.links) {
+        return Refused(options, "QEMU's root holds only its own files");
+      }
+    } else if (!options.jail->root.empty()) {
+      return Refused(options, "QEMU as root keeps the host's root");
+    }
     for (const std::string& dir : options.jail->hide) {
       if (std::find(rule.jail->hide.begin(), rule.jail->hide.end(), dir) == rule.jail->hide.end()) {
         return Refused(options, "the jail hides " + dir + ", which it never hides");

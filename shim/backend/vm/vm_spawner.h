@@ -66,6 +66,7 @@ struct QemuRule {
   GuestAssets assets;
   std::optional<SpawnJail> jail;  // QemuJail's capabilities; any of its hide
   VmPod pod;
+  bool kvm = false;  // [vm] accel = "kvm": /dev/kvm in QEMU's root
 };
 
 // OK when `options` is a QEMU command line hull makes (QemuArgv) for

@@ -160,7 +160,7 @@ Result<Template> TemplateCache::Commit(TemplateBuild build, const std::string& t
                          {"mac", mac}};
   // Only what clones need stays.
   std::error_code ec;
-  for (const char* name : {"qmp.sock", "agent.sock", "share"}) {
+  for (const char* name : {"qmp.sock", "agent.sock", "share", "jail"}) {
     fs::remove_all(build.dir + "/" + name, ec);
   }
   HULL_RETURN_IF_ERROR(WriteFileAtomic(build.dir + "/" + kMetaFile, meta.dump(), 0600));

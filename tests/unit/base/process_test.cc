@@ -1,7 +1,11 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "base/command.h"
 #include "base/reaper.h"
@@ -11,6 +15,7 @@
 namespace hull {
 namespace {
 
+namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
 class ProcessTest : public ::testing::Test {
@@ -130,6 +135,48 @@ TEST_F(ProcessTest, JailedChildWithAUserHasNoCapabilities) {
   EXPECT_FALSE(Spawn(SpawnOptions{.argv = {"/bin/true"},
                                   .jail = SpawnJail{.capabilities = 1, .uid = 2100000123}})
                    .has_value());
+}
+
+// A jail with a root of its own (QEMU's): the child sees only what it was
+// given, at the host's paths: /usr read-only, the merged-/usr links, a
+// file, /dev/null, and a /proc without other users' processes.
+TEST_F(ProcessTest, JailedChildInARootOfItsOwnSeesOnlyItsFiles) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (mounts, pivot_root, setuid)";
+  char dir[] = "/tmp/hull-jail-root-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string root = std::string(dir) + "/jail";
+  const std::string file = std::string(dir) + "/asset";
+  ASSERT_EQ(::mkdir(root.c_str(), 0755), 0);
+  std::ofstream(file) << "asset\n";
+  ASSERT_EQ(::chmod(file.c_str(), 0644), 0);
+  SpawnJail jail{
+      .uid = 2100000123,
+      .gid = 2100000000,
+      .root = root,
+      .binds = {{.path = "/usr"}, {.path = file}, {.path = "/dev/null", .writable = true}}};
+  for (const char* name : {"/bin", "/lib", "/lib64", "/sbin"}) {
+    char target[256];
+    const ssize_t n = ::readlink(name, target, sizeof target);
+    if (n > 0) jail.links.emplace_back(name, std::string(target, static_cast<size_t>(n)));
+  }
+  std::optional<CommandResult> result;
+  auto cmd = Command::Start(
+      *loop_, *reaper_,
+      SpawnOptions{.argv = {"/bin/sh", "-c",
+                            "ls -A / | tr '\\n' ' '; echo; cat " + file +
+                                "; echo x > /dev/null && echo null; touch /usr/x 2>/dev/null || "
+                                "echo usr-read-only; test -e /proc/1 || echo no-pid-1; "
+                                "test -e /proc/self/status && echo own-proc"},
+                   .jail = jail},
+      "", [&](CommandResult res) { result = res; });
+  ASSERT_TRUE(cmd.has_value()) << cmd.error().ToString();
+  ASSERT_TRUE(loop_->RunUntil([&] { return result.has_value(); }, milliseconds(5000)));
+  std::string top = "bin dev lib lib64 proc sbin tmp usr ";
+  if (jail.links.empty()) top = "dev proc tmp usr ";
+  EXPECT_EQ(result->out, top + "\nasset\nnull\nusr-read-only\nno-pid-1\nown-proc\n") << result->err;
+  // The host's directory is untouched: the tmpfs was the child's alone.
+  EXPECT_TRUE(fs::is_empty(root));
+  fs::remove_all(dir);
 }
 
 TEST_F(ProcessTest, ExitBeforeWatchIsKeptUntilClaimed) {

@@ -235,11 +235,14 @@ TEST_F(SpawnPolicyTest, QemuWithAUserOfItsOwnGetsDescriptorsAndItsHelper) {
                                .share_helper = "/usr/lib/qemu/virtfs-proxy-helper"};
   SpawnPolicy policy = VmPolicy(options, assets);
   // The check runs in the spawner: its own pid makes the uid.
+  const std::string ram = std::string(vm::kTemplateRoot) + "/abc/ram";
   auto spawn = [&](Argv argv) {
-    return SpawnOptions{.argv = std::move(argv),
-                        .fds = {{1, 1}, {2, 2}},
-                        .parent_death_signal = 9,
-                        .jail = vm::QemuJail(options, {assets.qemu, run}, ::getpid())};
+    SpawnOptions spawn{.argv = std::move(argv),
+                       .fds = {{1, 1}, {2, 2}},
+                       .parent_death_signal = 9,
+                       .jail = vm::QemuJail(options, {assets.qemu, run}, ::getpid())};
+    vm::RootQemuJail(*spawn.jail, run + "/jail", assets, options, ram);
+    return spawn;
   };
   const Argv clone = vm::QemuArgv(assets, options, 2, 376, pod, "2000000", std::nullopt,
                                   vm::GuestRam{.file = std::string(vm::kTemplateRoot) + "/abc/ram",
@@ -261,6 +264,22 @@ TEST_F(SpawnPolicyTest, QemuWithAUserOfItsOwnGetsDescriptorsAndItsHelper) {
   SpawnOptions group = spawn(clone);
   group.jail->groups = {0};
   refused(group, "root's group");
+  // Its root: its run directory's jail, holding only its own files.
+  SpawnOptions host_root = spawn(clone);
+  host_root.jail->root.clear();
+  refused(host_root, "the host's root");
+  SpawnOptions other_root = spawn(clone);
+  other_root.jail->root = std::string(vm::kRunRoot) + "/c1/jail";
+  refused(other_root, "another pod's jail directory");
+  SpawnOptions more = spawn(clone);
+  more.jail->binds.push_back({.path = "/etc"});
+  refused(more, "the host's /etc in its root");
+  SpawnOptions writable = spawn(clone);
+  writable.jail->binds.front().writable = true;
+  refused(writable, "/usr writable");
+  SpawnOptions link = spawn(clone);
+  link.jail->links.emplace_back("/etc", "/run");
+  refused(link, "a link of the server's choosing");
   SpawnOptions no_filter = spawn(clone);
   no_filter.jail->seccomp.clear();
   refused(no_filter, "without hull's seccomp filter");
