@@ -37,6 +37,35 @@ Result<bool> FitSpecToSandboxKernel(oci::Spec& spec, bool joins_sandbox) {
                                   "entries under the sandbox's own /proc and /sys are taken");
     }
   }
+  // Bidirectional (CRI: the volume's "rshared" option, and the root's
+  // propagation with it): runsc refuses both ("root mount propagation option
+  // must specify private or slave"), as an unknown error.
+  auto shared = [](const oci::SpecJson& value) {
+    return value.is_string() && (value == "shared" || value == "rshared");
+  };
+  if (auto mounts = doc.find("mounts"); mounts != doc.end() && mounts->is_array()) {
+    for (const auto& mount : *mounts) {
+      if (!mount.is_object()) continue;
+      auto options = mount.find("options");
+      if (options == mount.end() || !options->is_array()) continue;
+      for (const auto& option : *options) {
+        if (!shared(option)) continue;
+        return InvalidArgumentError(
+            std::string(kSandbox) + " cannot propagate mounts back to the host: volume " +
+            mount.value("destination", std::string("?")) + " asks for " +
+            option.get<std::string>() +
+            " (mountPropagation Bidirectional); mounts made on the sandbox's kernel never "
+            "reach the host (HostToContainer works)");
+      }
+    }
+  }
+  if (linux_ != doc.end() && linux_->is_object()) {
+    if (auto root = linux_->find("rootfsPropagation"); root != linux_->end() && shared(*root)) {
+      return InvalidArgumentError(
+          std::string(kSandbox) + " cannot propagate mounts back to the host: rootfsPropagation " +
+          root->get<std::string>() + "; mounts made on the sandbox's kernel never reach the host");
+    }
+  }
   if (!joins_sandbox) return false;
   for (const oci::Namespace& ns : spec.Namespaces()) {
     if (ns.type == "pid" && oci::NamespacePathPid(ns.path, "pid")) {

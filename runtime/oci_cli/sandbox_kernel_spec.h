@@ -26,7 +26,12 @@ namespace hull::runtime::oci_cli {
 //   applies neither list (a masked file stays readable, a read-only
 //   directory writable). Entries under /proc and /sys pass: what containerd
 //   puts there by default is mostly absent from the sentry's own /proc and
-//   /sys, whose writes it mostly refuses (docs/backends.md).
+//   /sys, whose writes it mostly refuses (docs/backends.md);
+// - a mount with the option shared or rshared (CRI's mountPropagation
+//   Bidirectional), naming its destination, or linux.rootfsPropagation
+//   shared or rshared: mounts made on the sandbox's kernel never reach the
+//   host, and runsc itself fails them with an unknown error. slave and
+//   rslave (HostToContainer) pass: the gofer serves the host's files.
 // And a container joining the sandbox (`joins_sandbox`) whose PID namespace
 // is named by a path /proc/<pid>/ns/pid (CRI's pid=POD, the pause
 // container's) loses that entry: gVisor runs a container without one in

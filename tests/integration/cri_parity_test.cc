@@ -1,6 +1,11 @@
 // CRI parity (issue 23): the runc handler and the gVisor one held to one
 // standard, in one pod each, on containerd 1.6.20 and 2.x. The fixture is
 // cri_fixture.h; see docs/testing.md.
+#include <sys/mount.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "tests/integration/cri_fixture.h"
 
 namespace hull::itest {
@@ -153,6 +158,88 @@ TEST_P(CriParityTest, PodSysctlsAndSharedPidNamespace) {
   CriReply status = cri_->Call("ContainerStatus", {{"container_id", shared}});
   ASSERT_TRUE(status.ok) << status.error;
   EXPECT_EQ(status.body["status"].value("state", ""), "CONTAINER_EXITED");
+  RemovePodAndCheckNothingLeft(pod);
+}
+
+// Mount propagation through CRI (issue 23, item 6), on a volume whose host
+// directory is a shared mount: with HostToContainer, a tmpfs mounted on the
+// host below the volume after the container started is seen in it, files and
+// all (runc: the container's copy of the mount is a slave of the host's;
+// runsc: the gofer serves the host's files as the host sees them). With
+// Bidirectional, runc's privileged container mounts a tmpfs in the volume and
+// the host sees it; runsc refuses it when CRI starts it (its sentry's mounts
+// never reach the host, and runsc says so: "rshared" is not supported), the
+// pod keeps running, and nothing of the refused container is left. CRI
+// takes a volume's propagation only from a privileged pod.
+TEST_P(CriParityTest, MountPropagationAsTheSandboxAllows) {
+  const bool runsc = std::string_view(GetParam().handler) == "hull-runsc";
+  const std::string volume = config_dir_ + "/volume";
+  fs::create_directories(volume + "/from-host");
+  fs::create_directories(volume + "/from-container");
+  SharedMount shared(volume);
+  ASSERT_TRUE(shared.ok()) << shared.error();
+  json pod_config = PodConfig("propagation", GetParam().host_network);
+  pod_config["linux"]["security_context"]["privileged"] = true;  // for the Bidirectional one
+  const std::string pod = RunPod(pod_config, GetParam().handler);
+  ASSERT_FALSE(pod.empty());
+  auto with_volume = [&](const std::string& name, const char* propagation) {
+    json config = BusyboxContainerConfig(name, kBusybox);
+    config["mounts"] = {
+        {{"container_path", "/volume"}, {"host_path", volume}, {"propagation", propagation}}};
+    return config;
+  };
+  auto exec = [&](const std::string& id, const std::vector<std::string>& cmd) {
+    return cri_->Call("ExecSync", {{"container_id", id}, {"cmd", cmd}, {"timeout", 30}},
+                      std::chrono::seconds(90));
+  };
+
+  CriReply run =
+      cri_->RunContainer(pod, pod_config, with_volume("slave", "PROPAGATION_HOST_TO_CONTAINER"));
+  ASSERT_TRUE(run.ok) << run.error << "\n" << containerd_->LogTail();
+  const std::string slave = run.body.value("container_id", "");
+  const std::string later = volume + "/from-host";
+  ASSERT_EQ(::mount("hull-test", later.c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);
+  std::ofstream(later + "/file") << "mounted on the host\n";
+  CriReply seen = exec(slave, {"cat", "/volume/from-host/file"});
+  ASSERT_TRUE(seen.ok) << seen.error;
+  EXPECT_EQ(DecodeBase64(seen.body.value("stdout", "")), "mounted on the host\n")
+      << DecodeBase64(seen.body.value("stderr", ""));
+
+  json bidirectional = with_volume("shared", "PROPAGATION_BIDIRECTIONAL");
+  bidirectional["linux"]["security_context"]["privileged"] = true;
+  if (runsc) {
+    // CRI's CreateContainer only records the container; the task, and
+    // runsc's refusal, come with StartContainer.
+    CriReply refused = cri_->RunContainer(pod, pod_config, bidirectional);
+    ASSERT_FALSE(refused.ok) << "runsc took a Bidirectional volume";
+    EXPECT_EQ(refused.error.rfind("INVALID_ARGUMENT:", 0), 0u) << refused.error;
+    EXPECT_NE(refused.error.find("cannot propagate mounts back to the host: volume /volume asks "
+                                 "for rshared"),
+              std::string::npos)
+        << refused.error;
+    CriReply listed = cri_->Call("ListContainers", {{"filter", {{"pod_sandbox_id", pod}}}});
+    ASSERT_TRUE(listed.ok) << listed.error;
+    for (const json& c : listed.body.value("containers", json::array())) {
+      if (c["metadata"].value("name", "") != "shared") continue;
+      EXPECT_NE(c.value("state", ""), "CONTAINER_RUNNING") << c.dump();
+      CriReply removed = cri_->Call("RemoveContainer", {{"container_id", c.value("id", "")}});
+      EXPECT_TRUE(removed.ok) << removed.error;
+    }
+    CriReply still = exec(slave, {"true"});
+    EXPECT_TRUE(still.ok && still.body.value("exit_code", -1) == 0) << still.error;
+  } else {
+    run = cri_->RunContainer(pod, pod_config, bidirectional);
+    ASSERT_TRUE(run.ok) << run.error << "\n" << containerd_->LogTail();
+    CriReply made = exec(run.body.value("container_id", ""),
+                         {"sh", "-c",
+                          "mount -t tmpfs -o size=1m hull-test /volume/from-container && "
+                          "echo mounted in the container >/volume/from-container/file"});
+    ASSERT_TRUE(made.ok) << made.error;
+    EXPECT_EQ(made.body.value("exit_code", -1), 0) << DecodeBase64(made.body.value("stderr", ""));
+    EXPECT_EQ(MountsUnder(volume + "/from-container"),
+              std::vector<std::string>{volume + "/from-container"});
+    EXPECT_EQ(ReadText(volume + "/from-container/file"), "mounted in the container\n");
+  }
   RemovePodAndCheckNothingLeft(pod);
 }
 

@@ -1,15 +1,19 @@
 #include "tests/integration/harness/host.h"
 
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "tests/integration/harness/host_internal.h"
 
@@ -256,6 +260,21 @@ std::vector<int> OpenFds(pid_t pid) {
     fds.push_back(std::stoi(entry.path().filename()));
   }
   return fds;
+}
+
+SharedMount::SharedMount(std::string path) : path_(std::move(path)) {
+  if (::mount(path_.c_str(), path_.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    error_ = "bind mount " + path_ + ": " + std::strerror(errno);
+    return;
+  }
+  mounted_ = true;
+  if (::mount(nullptr, path_.c_str(), nullptr, MS_SHARED | MS_REC, nullptr) != 0) {
+    error_ = "make " + path_ + " shared: " + std::strerror(errno);
+  }
+}
+
+SharedMount::~SharedMount() {
+  if (mounted_) ::umount2(path_.c_str(), MNT_DETACH);
 }
 
 bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds timeout,

@@ -70,6 +70,26 @@ bool ProcessAlive(pid_t pid);
 // Pss); 0 when it cannot be read.
 long PssKb(pid_t pid);
 
+// `path` (a directory) bind-mounted on itself with shared propagation, as a
+// volume with mountPropagation HostToContainer or Bidirectional needs
+// (containerd's CRI refuses a source whose mount is private); unmounted,
+// with everything mounted below it since, when this goes. ok() is false
+// (and error() says why) when it could not be made.
+class SharedMount {
+ public:
+  explicit SharedMount(std::string path);
+  ~SharedMount();
+  SharedMount(const SharedMount&) = delete;
+  SharedMount& operator=(const SharedMount&) = delete;
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string path_;
+  std::string error_;
+  bool mounted_ = false;
+};
+
 // Polls `condition` every `interval` until it holds or `timeout` passes.
 // Returns the last result. For conditions nothing can notify us about.
 bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds timeout,

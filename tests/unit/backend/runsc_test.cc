@@ -409,6 +409,44 @@ TEST(SandboxKernelSpecTest, MaskedAndReadonlyPathsOutsideProcAndSysAreRefused) {
   }
 }
 
+TEST(SandboxKernelSpecTest, BidirectionalPropagationIsRefusedNamingTheVolume) {
+  json doc = PodContainerJson("");
+  doc["mounts"] = {{{"destination", "/proc"}, {"type", "proc"}, {"source", "proc"}},
+                   {{"destination", "/slave"},
+                    {"type", "bind"},
+                    {"source", "/srv/a"},
+                    {"options", {"rbind", "rslave", "rw"}}}};
+  doc["linux"]["rootfsPropagation"] = "rslave";
+  oci::Spec host_to_container = SpecOf(doc);
+  auto passed = FitSpecToSandboxKernel(host_to_container, false);
+  ASSERT_TRUE(passed.has_value()) << passed.error().ToString();
+  EXPECT_FALSE(*passed);
+
+  for (const char* option : {"rshared", "shared"}) {
+    json with = doc;
+    with["mounts"].push_back({{"destination", "/both"},
+                              {"type", "bind"},
+                              {"source", "/srv/b"},
+                              {"options", {"rbind", option, "rw"}}});
+    with["linux"]["rootfsPropagation"] = "rshared";
+    oci::Spec spec = SpecOf(with);
+    auto refused = FitSpecToSandboxKernel(spec, true);
+    ASSERT_FALSE(refused.has_value()) << option;
+    EXPECT_EQ(refused.error().code(), Code::kInvalidArgument);
+    EXPECT_NE(refused.error().message().find("volume /both asks for " + std::string(option)),
+              std::string::npos)
+        << refused.error().message();
+  }
+  json root_only = doc;
+  root_only["linux"]["rootfsPropagation"] = "shared";
+  oci::Spec spec = SpecOf(root_only);
+  auto refused = FitSpecToSandboxKernel(spec, false);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code(), Code::kInvalidArgument);
+  EXPECT_NE(refused.error().message().find("rootfsPropagation shared"), std::string::npos)
+      << refused.error().message();
+}
+
 TEST(SandboxKernelSpecTest, BundleIsRewrittenOnlyWhenChanged) {
   char dir[] = "/tmp/hull-sandbox-spec-XXXXXX";
   ASSERT_NE(::mkdtemp(dir), nullptr);
