@@ -317,6 +317,11 @@ TEST_P(VmBackendTest, QemuRunsJailedAndItsShareStillWorks) {
   EXPECT_EQ(ParentPid(helpers[0]), ParentPid(qemus[0]));
   const std::string helper_status = ReadFile(helper + "/status").value_or("");
   EXPECT_NE(helper_status.find("CapBnd:\t0000000000000000"), std::string::npos) << helper_status;
+  // hull's jail for it: NoNewPrivs, hull's filter (chroot allowed), a mount
+  // namespace of its own.
+  EXPECT_NE(helper_status.find("NoNewPrivs:\t1"), std::string::npos) << helper_status;
+  EXPECT_NE(helper_status.find("Seccomp:\t2"), std::string::npos) << helper_status;
+  EXPECT_NE(fs::read_symlink("/proc/self/ns/mnt", ec_), fs::read_symlink(helper + "/ns/mnt", ec_));
   EXPECT_EQ(ReadFile(proc + "/cmdline").value_or("").find("/share"), std::string::npos);
   // Its root, seen through its own mount namespace.
   EXPECT_NE(fs::read_symlink("/proc/self/ns/mnt", ec_), fs::read_symlink(proc + "/ns/mnt", ec_));

@@ -335,6 +335,22 @@ std::optional<SpawnJail> QemuJail(const VmOptions& options, const std::vector<st
   return jail;
 }
 
+std::optional<SpawnJail> ShareHelperJail(const VmOptions& options) {
+  if (!options.jail || options.share_helper.empty()) return std::nullopt;
+  SpawnJail jail;
+  // The helper keeps CHOWN, DAC_OVERRIDE, FOWNER, FSETID, SETGID, SETUID and
+  // MKNOD for the guest's file work, and needs SYS_CHROOT for its chroot and
+  // SETPCAP to empty its own bounding set after it.
+  for (int cap : {CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_SETGID, CAP_SETUID,
+                  CAP_MKNOD, CAP_SYS_CHROOT, CAP_SETPCAP}) {
+    jail.capabilities |= uint64_t{1} << cap;
+  }
+  if (Result<std::vector<sock_filter>> filter = ShareHelperFilter(); filter) {
+    jail.seccomp = std::move(*filter);
+  }
+  return jail;
+}
+
 void RootQemuJail(SpawnJail& jail, const std::string& dir, const GuestAssets& assets,
                   const VmOptions& options, const std::string& ram_file) {
   jail.root = dir;

@@ -148,6 +148,14 @@ std::vector<std::string> QemuArgv(const GuestAssets& assets, const VmOptions& op
 std::optional<SpawnJail> QemuJail(const VmOptions& options, const std::vector<std::string>& needed,
                                   pid_t starter = 0);
 
+// The share helper's jail, with QemuJail's (`[vm] jail`, and a helper
+// configured): root with only the capabilities it keeps for the guest's file
+// work plus what its chroot and its own capability drop need, NoNewPrivs,
+// and hull's filter with chroot allowed (ShareHelperFilter); a mount
+// namespace of its own (a slave of the host's, so that the pod share's later
+// binds reach it).
+std::optional<SpawnJail> ShareHelperJail(const VmOptions& options);
+
 // Gives a jail with a user of its own (QemuJail with a share helper) a root
 // of its own (docs/security.md, "QEMU's jail"): `dir`, an empty directory of
 // hull's, holding only /usr (read-only), the merged-/usr links (/bin, /lib,

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include "base/unique_fd.h"
 
@@ -19,10 +20,12 @@ struct SeccompRelease {
   void operator()(void* ctx) const { seccomp_release(ctx); }
 };
 
-Result<std::vector<sock_filter>> Build() {
+// QemuDeniedCalls but `allowed`, and clone with a namespace flag.
+Result<std::vector<sock_filter>> Build(std::string_view allowed = {}) {
   std::unique_ptr<void, SeccompRelease> ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return InternalError("seccomp_init failed");
   for (const char* name : QemuDeniedCalls()) {
+    if (name == allowed) continue;
     const int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
     const int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), nr, 0);
@@ -83,6 +86,11 @@ const std::vector<const char*>& QemuDeniedCalls() {
 
 Result<std::vector<sock_filter>> QemuJailFilter() {
   static const Result<std::vector<sock_filter>> kFilter = Build();
+  return kFilter;
+}
+
+Result<std::vector<sock_filter>> ShareHelperFilter() {
+  static const Result<std::vector<sock_filter>> kFilter = Build("chroot");
   return kFilter;
 }
 

@@ -25,4 +25,8 @@ const std::vector<const char*>& QemuDeniedCalls();
 // compare a request with. Everything not listed is allowed.
 Result<std::vector<sock_filter>> QemuJailFilter();
 
+// The same for QEMU's share helper (virtfs-proxy-helper), which chroots into
+// the share it serves as its first step: QemuJailFilter with chroot allowed.
+Result<std::vector<sock_filter>> ShareHelperFilter();
+
 }  // namespace hull::shim::vm

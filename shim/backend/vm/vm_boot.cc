@@ -531,7 +531,8 @@ Status VmBackend::HandQemuItsFiles(const GuestAssets& assets, int log_fd, VmPath
   Result<pid_t> helper = reaper_.Spawn(
       SpawnOptions{.argv = ShareHelperArgv(assets, paths.share_dir),
                    .fds = {{kShareHelperFd, helper_end.get()}, {1, log_fd}, {2, log_fd}},
-                   .parent_death_signal = SIGKILL});
+                   .parent_death_signal = SIGKILL,
+                   .jail = ShareHelperJail(options_.vm)});
   if (!helper) return helper.error().WithContext("start the share helper " + assets.share_helper);
   // It ends when QEMU closes its socket.
   share_helpers_.insert(*helper);

@@ -491,8 +491,18 @@ Status CheckShareHelperSpawn(const QemuRule& rule, const SpawnOptions& options) 
   if (fs::path(argv[5]).filename() != "share" || !QemuPathAllowed(rule.pod, argv[5])) {
     return Refused(options, "the helper serves only a pod's or a template's share");
   }
-  if (options.env.has_value() || !options.cwd.empty() || options.jail.has_value()) {
+  if (options.env.has_value() || !options.cwd.empty()) {
     return Refused(options, "the share helper takes the spawner's environment and directory");
+  }
+  // Its jail, when QEMU has one (ShareHelperJail), and exactly that.
+  const std::optional<SpawnJail> jail = ShareHelperJail(
+      VmOptions{.jail = rule.jail.has_value(), .share_helper = rule.assets.share_helper});
+  if (jail.has_value() != options.jail.has_value() ||
+      (jail &&
+       (options.jail->capabilities != jail->capabilities || !options.jail->hide.empty() ||
+        options.jail->uid != 0 || !options.jail->groups.empty() || !options.jail->root.empty() ||
+        !SameFilter(options.jail->seccomp, jail->seccomp)))) {
+    return Refused(options, "the share helper runs in its own jail, as configured");
   }
   for (const auto& [child_fd, parent_fd] : options.fds) {
     if (child_fd != 1 && child_fd != 2 && child_fd != kShareHelperFd) {

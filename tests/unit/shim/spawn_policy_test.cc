@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "shim/backend/vm/qemu_command.h"
+#include "shim/backend/vm/qemu_filter.h"
 #include "shim/backend/vm/vm_backend.h"
 #include "shim/backend/vm/vm_template.h"
 #include "tests/support/temp_dir.h"
@@ -300,12 +301,27 @@ TEST_F(SpawnPolicyTest, QemuWithAUserOfItsOwnGetsDescriptorsAndItsHelper) {
   }
   refused(spawn(other_fd), "a helper socket by path");
 
-  // The helper: on the pod's share (or a template's), nothing else.
+  // The helper: on the pod's share (or a template's), nothing else, in its
+  // own jail.
   auto helper = [&](const std::string& share) {
     return SpawnOptions{.argv = vm::ShareHelperArgv(assets, share),
                         .fds = {{vm::kShareHelperFd, 1}, {1, 1}, {2, 2}},
-                        .parent_death_signal = 9};
+                        .parent_death_signal = 9,
+                        .jail = vm::ShareHelperJail(options)};
   };
+  ASSERT_TRUE(helper(run + "/share").jail.has_value());
+  SpawnOptions unjailed = helper(run + "/share");
+  unjailed.jail.reset();
+  refused(unjailed, "a helper without its jail");
+  SpawnOptions all_caps = helper(run + "/share");
+  all_caps.jail->capabilities = ~uint64_t{0};
+  refused(all_caps, "a helper with every capability");
+  SpawnOptions helper_filter = helper(run + "/share");
+  helper_filter.jail->seccomp = *vm::QemuJailFilter();
+  refused(helper_filter, "QEMU's filter, which refuses the helper's chroot");
+  SpawnOptions helper_user = helper(run + "/share");
+  helper_user.jail->uid = 1000;
+  refused(helper_user, "a helper as another user");
   for (const std::string& share :
        {run + "/share", std::string(vm::kTemplateRoot) + "/abc.build/share"}) {
     allowed = CheckSpawn(policy, helper(share));
