@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "agent/guest_spec.h"
+#include "agent/held_pause.h"
 #include "base/file_util.h"
 #include "base/spawn.h"
 #include "runtime/oci_cli/argv.h"
@@ -83,8 +84,13 @@ ContainerService::ContainerService(EventLoop& loop, Reaper& reaper, ContainerOpt
   if (backend_) return;
   const auto& flavour = runtime::oci_cli::FlavourFor(options_.runtime);
   RuntimeConfig config{.binary = options_.runtime, .root = options_.runtime_root};
-  backend_ = std::make_unique<runtime::oci_cli::OciCliBackend>(
-      loop_, reaper_, ArgvBuilder(flavour, std::move(config)));
+  // The pod's pause container is the agent's own process (held_pause.h);
+  // every other container is crun's.
+  backend_ = std::make_unique<HeldPauseBackend>(
+      loop_, reaper_,
+      std::make_unique<runtime::oci_cli::OciCliBackend>(loop_, reaper_,
+                                                         ArgvBuilder(flavour, std::move(config))),
+      options_.cgroup_root, options_.log);
 }
 
 ContainerService::~ContainerService() {

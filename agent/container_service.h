@@ -44,6 +44,9 @@ struct ContainerOptions {
   // UpdateContainer's pod_memory_max_bytes (SetPodMemoryMax, guest_init.h);
   // unset: an update that carries one is refused.
   std::function<Status(uint64_t bytes)> set_pod_memory_max;
+  // The guest's cgroup2 mount, where the pod's pause container, which the
+  // agent runs itself (agent/held_pause.h), gets its cgroup.
+  std::string cgroup_root = "/sys/fs/cgroup";
 };
 
 class ContainerService {

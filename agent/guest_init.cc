@@ -218,7 +218,7 @@ Status SetPodMemoryMax(uint64_t bytes) {
   return SetPodMemoryMaxIn("/sys/fs/cgroup", bytes);
 }
 
-Status SetPodMemoryMaxIn(const std::string& cgroup_root, uint64_t bytes) {
+Status MakePodCgroupIn(const std::string& cgroup_root) {
   const std::string pod = cgroup_root + "/hull";
   if (::mkdir(pod.c_str(), 0755) != 0) {
     if (errno != EEXIST) return ErrnoError("mkdir", pod);
@@ -228,7 +228,12 @@ Status SetPodMemoryMaxIn(const std::string& cgroup_root, uint64_t bytes) {
     ::rmdir(pod.c_str());
     return enabled.WithContext("the pod's cgroup " + pod);
   }
-  return WriteTo(pod + "/memory.max", std::to_string(bytes));
+  return Status::Ok();
+}
+
+Status SetPodMemoryMaxIn(const std::string& cgroup_root, uint64_t bytes) {
+  HULL_RETURN_IF_ERROR(MakePodCgroupIn(cgroup_root));
+  return WriteTo(cgroup_root + "/hull/memory.max", std::to_string(bytes));
 }
 
 }  // namespace hull::agent

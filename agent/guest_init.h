@@ -42,6 +42,10 @@ Status RefreshFromHost(int64_t unix_nano, const std::string& entropy);
 // controllers cannot be enabled. SetPodMemoryMaxIn: the same below another
 // cgroup2 root (tests).
 Status SetPodMemoryMax(uint64_t bytes);
+// The same cgroup made (if missing, with the controllers) below
+// `cgroup_root`, with no limit written: for a container of the agent's own
+// (agent/held_pause.h).
+Status MakePodCgroupIn(const std::string& cgroup_root);
 Status SetPodMemoryMaxIn(const std::string& cgroup_root, uint64_t bytes);
 
 }  // namespace hull::agent

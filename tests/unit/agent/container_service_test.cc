@@ -69,7 +69,8 @@ class ContainerServiceTest : public ::testing::Test {
                                            ContainerOptions{.runtime = runtime,
                                                             .runtime_root = dir_ + "/crun",
                                                             .state_dir = dir_ + "/state",
-                                                            .set_pod_memory_max = pod_memory_hook_},
+                                                            .set_pod_memory_max = pod_memory_hook_,
+                                                            .cgroup_root = ""},
                                            std::move(backend));
     service_->Register(*server_);
   }
