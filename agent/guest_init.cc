@@ -54,16 +54,6 @@ Status MountOne(const Mount& m) {
   return Status::Ok();
 }
 
-// One write(2) of `data` to an existing file (a cgroup interface file).
-Status WriteTo(const std::string& path, const std::string& data) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd) return ErrnoError("open", path);
-  if (::write(fd.get(), data.data(), data.size()) != static_cast<ssize_t>(data.size())) {
-    return ErrnoError("write " + data, path);
-  }
-  return Status::Ok();
-}
-
 // Writes "+cpu +memory ..." for every controller `dir` offers into its
 // subtree_control, so that the cgroups below it can use them.
 Status EnableControllers(const std::string& dir = "/sys/fs/cgroup") {
@@ -77,7 +67,7 @@ Status EnableControllers(const std::string& dir = "/sys/fs/cgroup") {
     pos = end + 1;
   }
   if (enable.empty()) return Status::Ok();
-  return WriteTo(dir + "/cgroup.subtree_control", enable);
+  return WriteKernelFile(dir + "/cgroup.subtree_control", enable);
 }
 
 Status UseConsole() {
@@ -233,7 +223,7 @@ Status MakePodCgroupIn(const std::string& cgroup_root) {
 
 Status SetPodMemoryMaxIn(const std::string& cgroup_root, uint64_t bytes) {
   HULL_RETURN_IF_ERROR(MakePodCgroupIn(cgroup_root));
-  return WriteTo(cgroup_root + "/hull/memory.max", std::to_string(bytes));
+  return WriteKernelFile(cgroup_root + "/hull/memory.max", std::to_string(bytes));
 }
 
 }  // namespace hull::agent

@@ -23,15 +23,6 @@ namespace {
 namespace pb = ::hull::agent::v1;
 using netlink::Request;
 
-Status WriteSysctl(const std::string& path, std::string_view value) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd.valid()) return ErrnoError("open", path);
-  if (::write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size())) {
-    return ErrnoError("write", path);
-  }
-  return Status::Ok();
-}
-
 // "net." then non-empty parts of letters, digits, '_' and '-' joined by '.'
 // (so no path can leave /proc/sys/net).
 bool ValidNetSysctl(std::string_view key) {
@@ -186,7 +177,7 @@ Status ConfigureGuestNetwork(const pb::Network& network, const GuestNetworkPaths
 
   const bool localnet = UsesLoopbackRange(network);
   if (localnet) {
-    HULL_RETURN_IF_ERROR(WriteSysctl(paths.proc_sys_ipv4 + "/conf/all/route_localnet", "1"));
+    HULL_RETURN_IF_ERROR(WriteKernelFile(paths.proc_sys_ipv4 + "/conf/all/route_localnet", "1"));
     HULL_RETURN_IF_ERROR(NarrowLoopbackRoute(nl, lo->index));
   }
 
@@ -215,7 +206,7 @@ Status ConfigureGuestNetwork(const pb::Network& network, const GuestNetworkPaths
     const std::string what = link->name + " (" + nic.name() + ")";
     if (localnet) {
       HULL_RETURN_IF_ERROR(
-          WriteSysctl(paths.proc_sys_ipv4 + "/conf/" + link->name + "/route_localnet", "1"));
+          WriteKernelFile(paths.proc_sys_ipv4 + "/conf/" + link->name + "/route_localnet", "1"));
     }
     for (const pb::IpAddress& ip : nic.addresses()) {
       Ipv4Prefix p = *ParseIpv4Prefix(ip.address());
@@ -249,7 +240,7 @@ Status ConfigureGuestNetwork(const pb::Network& network, const GuestNetworkPaths
     std::string path = key;
     std::replace(path.begin(), path.end(), '.', '/');
     HULL_RETURN_IF_ERROR(
-        WriteSysctl(paths.proc_sys + "/" + path, value).WithContext("sysctl " + key));
+        WriteKernelFile(paths.proc_sys + "/" + path, value).WithContext("sysctl " + key));
   }
   if (!network.resolv_conf().empty()) {
     HULL_RETURN_IF_ERROR(WriteFileAtomic(paths.resolv_conf, network.resolv_conf(), 0644));

@@ -200,16 +200,6 @@ bool WriteAll(const char* path, const std::string& value) {
   Fail(child.report, kStageExec);
 }
 
-// A cgroup file's write (not atomic: cgroup files take one write).
-Status WriteTo(const std::string& path, const std::string& data) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd) return ErrnoError("open", path);
-  if (::write(fd.get(), data.data(), data.size()) != static_cast<ssize_t>(data.size())) {
-    return ErrnoError("write " + data, path);
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 std::optional<PausePlan> PlanPause(const oci::Spec& spec, std::string* why) {
@@ -361,7 +351,7 @@ Status HeldPauseBackend::PlaceInCgroup(const std::string& id, pid_t pid, std::st
   HULL_RETURN_IF_ERROR(MakePodCgroupIn(cgroup_root_));
   *dir = cgroup_root_ + GuestCgroupPath(id);
   if (::mkdir(dir->c_str(), 0755) != 0 && errno != EEXIST) return ErrnoError("mkdir", *dir);
-  Status placed = WriteTo(*dir + "/cgroup.procs", std::to_string(pid));
+  Status placed = WriteKernelFile(*dir + "/cgroup.procs", std::to_string(pid));
   if (!placed.ok()) ::rmdir(dir->c_str());
   return placed;
 }
@@ -469,7 +459,7 @@ void HeldPauseBackend::Pause(const std::string& id, runtime::Done done) {
   if (held_->cgroup.empty()) {
     return Post(std::move(done), UnimplementedError("pause " + id + ": it has no cgroup"));
   }
-  Post(std::move(done), WriteTo(held_->cgroup + "/cgroup.freeze", "1"));
+  Post(std::move(done), WriteKernelFile(held_->cgroup + "/cgroup.freeze", "1"));
 }
 
 void HeldPauseBackend::Resume(const std::string& id, runtime::Done done) {
@@ -477,7 +467,7 @@ void HeldPauseBackend::Resume(const std::string& id, runtime::Done done) {
   if (held_->cgroup.empty()) {
     return Post(std::move(done), UnimplementedError("resume " + id + ": it has no cgroup"));
   }
-  Post(std::move(done), WriteTo(held_->cgroup + "/cgroup.freeze", "0"));
+  Post(std::move(done), WriteKernelFile(held_->cgroup + "/cgroup.freeze", "0"));
 }
 
 void HeldPauseBackend::Update(const std::string& id, const std::string& resources_json,

@@ -54,4 +54,13 @@ Status WriteFileAtomic(const std::string& path, std::string_view data, int mode)
   return Status::Ok();
 }
 
+Status WriteKernelFile(const std::string& path, std::string_view data) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return ErrnoError("open", path);
+  if (::write(fd.get(), data.data(), data.size()) != static_cast<ssize_t>(data.size())) {
+    return ErrnoError("write " + std::string(data), path);
+  }
+  return Status::Ok();
+}
+
 }  // namespace hull

@@ -19,4 +19,8 @@ Result<std::string> ReadFile(const std::string& path);
 // a rename, so a reader sees the old content or the new, never a part.
 Status WriteFileAtomic(const std::string& path, std::string_view data, int mode = 0644);
 
+// One write(2) of `data` to a file that must exist: a cgroup interface file
+// or a sysctl, which take a value in a single write. A short write is an error.
+Status WriteKernelFile(const std::string& path, std::string_view data);
+
 }  // namespace hull
