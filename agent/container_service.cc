@@ -89,7 +89,7 @@ ContainerService::ContainerService(EventLoop& loop, Reaper& reaper, ContainerOpt
   backend_ = std::make_unique<HeldPauseBackend>(
       loop_, reaper_,
       std::make_unique<runtime::oci_cli::OciCliBackend>(loop_, reaper_,
-                                                         ArgvBuilder(flavour, std::move(config))),
+                                                        ArgvBuilder(flavour, std::move(config))),
       options_.cgroup_root, options_.log);
 }
 

@@ -101,24 +101,15 @@ enum Stage : char {
 
 const char* StageName(char stage) {
   switch (stage) {
-    case kStageHostname:
-      return "set its hostname";
-    case kStageSysctl:
-      return "set a sysctl";
-    case kStageOomScore:
-      return "set its oom_score_adj";
-    case kStageStdio:
-      return "take its stdio";
-    case kStageCapabilities:
-      return "drop capabilities";
-    case kStageRoot:
-      return "enter its root filesystem";
-    case kStageUser:
-      return "become its user";
-    case kStageNoNewPrivs:
-      return "set NoNewPrivs";
-    case kStageExec:
-      return "exec its process";
+    case kStageHostname: return "set its hostname";
+    case kStageSysctl: return "set a sysctl";
+    case kStageOomScore: return "set its oom_score_adj";
+    case kStageStdio: return "take its stdio";
+    case kStageCapabilities: return "drop capabilities";
+    case kStageRoot: return "enter its root filesystem";
+    case kStageUser: return "become its user";
+    case kStageNoNewPrivs: return "set NoNewPrivs";
+    case kStageExec: return "exec its process";
   }
   return "start";
 }
@@ -282,8 +273,7 @@ std::optional<PausePlan> PlanPause(const oci::Spec& spec, std::string* why) {
 }
 
 HeldPauseBackend::HeldPauseBackend(EventLoop& loop, Reaper& reaper,
-                                   std::unique_ptr<runtime::Backend> inner,
-                                   std::string cgroup_root,
+                                   std::unique_ptr<runtime::Backend> inner, std::string cgroup_root,
                                    std::function<void(const std::string&)> log)
     : loop_(loop),
       reaper_(reaper),
@@ -417,8 +407,8 @@ void HeldPauseBackend::Start(const std::string& id, runtime::Done done) {
 
 void HeldPauseBackend::Exec(const runtime::ExecRequest& req, runtime::Done done) {
   if (!IsHeld(req.id)) return inner_->Exec(req, std::move(done));
-  Post(std::move(done), FailedPreconditionError("exec in " + req.id +
-                                                ": the pod's pause process takes no exec"));
+  Post(std::move(done),
+       FailedPreconditionError("exec in " + req.id + ": the pod's pause process takes no exec"));
 }
 
 void HeldPauseBackend::Kill(const std::string& id, int signal, bool all, runtime::Done done) {
@@ -473,8 +463,8 @@ void HeldPauseBackend::Resume(const std::string& id, runtime::Done done) {
 void HeldPauseBackend::Update(const std::string& id, const std::string& resources_json,
                               runtime::Done done) {
   if (!IsHeld(id)) return inner_->Update(id, resources_json, std::move(done));
-  Post(std::move(done), UnimplementedError("update " + id +
-                                           ": the pod's pause process has no resources to change"));
+  Post(std::move(done),
+       UnimplementedError("update " + id + ": the pod's pause process has no resources to change"));
 }
 
 void HeldPauseBackend::Ps(const std::string& id,

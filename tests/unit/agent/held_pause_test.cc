@@ -70,9 +70,9 @@ TEST(PlanPauseTest, ThePauseSpecCriGives) {
   ASSERT_TRUE(plan.has_value()) << why;
   EXPECT_EQ(plan->clone_flags, CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS);
   EXPECT_EQ(plan->hostname, "held-pod");
-  EXPECT_EQ(plan->sysctls, (std::vector<std::pair<std::string, std::string>>{
-                               {"/proc/sys/kernel/msgmax", "10000"},
-                               {"/proc/sys/kernel/shm_rmid_forced", "1"}}));
+  EXPECT_EQ(plan->sysctls,
+            (std::vector<std::pair<std::string, std::string>>{
+                {"/proc/sys/kernel/msgmax", "10000"}, {"/proc/sys/kernel/shm_rmid_forced", "1"}}));
   EXPECT_EQ(plan->oom_score_adj, 500);
   EXPECT_EQ(plan->root, "/pod/rootfs");
   EXPECT_EQ(plan->uid, 65534u);
@@ -207,7 +207,8 @@ TEST_F(HeldPauseTest, ThePauseHoldsThePodsNamespacesAsItsSpecSays) {
   // Namespaces of its own: PID (it is PID 1 there), IPC, UTS; the mount
   // and cgroup namespaces stay the agent's.
   for (const char* ns : {"pid", "ipc", "uts"}) {
-    EXPECT_NE(fs::read_symlink(proc + "/ns/" + ns, ec), fs::read_symlink("/proc/self/ns/" + std::string(ns), ec))
+    EXPECT_NE(fs::read_symlink(proc + "/ns/" + ns, ec),
+              fs::read_symlink("/proc/self/ns/" + std::string(ns), ec))
         << ns;
   }
   EXPECT_EQ(fs::read_symlink(proc + "/ns/mnt", ec), fs::read_symlink("/proc/self/ns/mnt", ec));
@@ -227,13 +228,14 @@ TEST_F(HeldPauseTest, ThePauseHoldsThePodsNamespacesAsItsSpecSays) {
 
   // SIGTERM is ignored by a PID 1 without a handler (busybox sleep has
   // none); SIGKILL ends it, and the exit reaches the watcher.
-  EXPECT_TRUE(
-      Call([&](runtime::Done done) { backend_->Kill("pod1", SIGKILL, false, std::move(done)); })
-          .ok());
+  EXPECT_TRUE(Call([&](runtime::Done done) {
+                backend_->Kill("pod1", SIGKILL, false, std::move(done));
+              }).ok());
   ASSERT_TRUE(loop_->RunUntil([&] { return exit_status.has_value(); }, 10s));
   EXPECT_EQ(*exit_status, 137);
-  EXPECT_EQ(Call([&](runtime::Done done) { backend_->Kill("pod1", SIGTERM, false, std::move(done)); })
-                .code(),
+  EXPECT_EQ(Call([&](runtime::Done done) {
+              backend_->Kill("pod1", SIGTERM, false, std::move(done));
+            }).code(),
             Code::kNotFound);
   EXPECT_TRUE(
       Call([&](runtime::Done done) { backend_->Delete("pod1", false, std::move(done)); }).ok());
@@ -272,9 +274,9 @@ TEST_F(HeldPauseTest, OtherContainersAndPausesItCannotGiveGoToTheInnerBackend) {
   EXPECT_EQ(inner_->calls_of("Create")[1].id, "pod");
   // Calls for them go there too.
   EXPECT_TRUE(Call([&](runtime::Done done) { backend_->Start("app", std::move(done)); }).ok());
-  EXPECT_TRUE(
-      Call([&](runtime::Done done) { backend_->Kill("pod", SIGTERM, false, std::move(done)); })
-          .ok());
+  EXPECT_TRUE(Call([&](runtime::Done done) {
+                backend_->Kill("pod", SIGTERM, false, std::move(done));
+              }).ok());
   EXPECT_EQ(inner_->count("Start"), 1u);
   EXPECT_EQ(inner_->count("Kill"), 1u);
 }
