@@ -30,6 +30,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,6 +55,8 @@ struct Handler {
   Stats ready, running, stop_remove;
   Stats qemu_pss_kb, shim_pss_kb, pod_pss_kb;  // idle VM pods
   std::map<int, double> pss_per_pod_kb;        // by pods running at once
+  // VM pods: QEMU's PSS per pod split by mapping, by pods running at once.
+  std::map<int, std::map<std::string, long>> qemu_split_kb;
 };
 
 int Main(int argc, char** argv) {
@@ -162,6 +165,7 @@ int Main(int argc, char** argv) {
   // helper), or the shim serving it.
   struct Pss {
     long qemu = 0, shim = 0;
+    pid_t qemu_pid = 0;
   };
   auto pss_of = [&](const Handler& h, const std::string& pod_id) {
     Pss p;
@@ -171,7 +175,7 @@ int Main(int argc, char** argv) {
       pid_t qemu = record.is_object() ? record.value("qemu_pid", 0) : 0;
       if (qemu > 0) {
         const pid_t shim = itest::ParentShim(qemu);
-        p = {itest::PssKb(qemu), itest::PssKb(shim)};
+        p = {itest::PssKb(qemu), itest::PssKb(shim), qemu};
         // A confined server's spawner (QEMU's parent) is the shim's too.
         const pid_t parent = itest::ParentPid(qemu);
         if (parent != shim) p.shim += itest::PssKb(parent);
@@ -231,6 +235,11 @@ int Main(int argc, char** argv) {
       for (const Pod& pod : pods) {
         Pss p = pss_of(h, pod.id);
         total += p.qemu + p.shim;
+        if (p.qemu_pid > 0) {
+          for (const auto& [part, kb] : itest::QemuPssSplitKb(p.qemu_pid)) {
+            h.qemu_split_kb[count][part] += kb / count;
+          }
+        }
       }
       h.pss_per_pod_kb[count] = static_cast<double>(total) / count;
       std::cerr << "bench_cri_pod: " << h.name << ": " << count << " idle pods, " << total / count
@@ -275,6 +284,20 @@ int Main(int argc, char** argv) {
           return it == h.pss_per_pod_kb.end() ? std::string("—")
                                               : std::to_string(static_cast<long>(it->second));
         });
+    std::set<std::string> parts;
+    for (const Handler& h : handlers) {
+      if (auto it = h.qemu_split_kb.find(count); it != h.qemu_split_kb.end()) {
+        for (const auto& [part, kb] : it->second) parts.insert(part);
+      }
+    }
+    for (const std::string& part : parts) {
+      row("&nbsp;&nbsp;of which QEMU's " + part + " (kB)", [count, part](const Handler& h) {
+        auto it = h.qemu_split_kb.find(count);
+        if (it == h.qemu_split_kb.end()) return std::string("—");
+        auto kb = it->second.find(part);
+        return std::to_string(kb == it->second.end() ? 0L : kb->second);
+      });
+    }
   }
   return 0;
 }

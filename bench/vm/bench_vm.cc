@@ -34,41 +34,6 @@ double Ms(Clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
 
-// PSS of `pid` in kB, split: the guest's RAM (the anonymous mapping of
-// -m's size), TCG's translation cache (the rwx anonymous mappings), files
-// (QEMU and its libraries), the rest (QEMU's heap and stacks).
-std::map<std::string, long> PssBreakdown(pid_t pid, long guest_ram_kb) {
-  std::map<std::string, long> out;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps");
-  std::string line, kind = "other";
-  while (std::getline(in, line)) {
-    std::string first = line.substr(0, line.find(' '));
-    if (first.find('-') != std::string::npos && first.find(':') == std::string::npos) {
-      std::istringstream f(line);
-      std::string range, perms, offset, dev, inode, path;
-      f >> range >> perms >> offset >> dev >> inode;
-      std::getline(f, path);
-      path.erase(0, path.find_first_not_of(' '));
-      size_t dash = range.find('-');
-      long size_kb = static_cast<long>((std::stoull(range.substr(dash + 1), nullptr, 16) -
-                                        std::stoull(range.substr(0, dash), nullptr, 16)) /
-                                       1024);
-      if (!path.empty() && path[0] == '/') {
-        kind = "QEMU and its libraries (files)";
-      } else if (perms.find("rwx") == 0) {
-        kind = "TCG translation cache";
-      } else if (size_kb >= guest_ram_kb && guest_ram_kb > 0) {
-        kind = "guest RAM touched";
-      } else {
-        kind = "QEMU heap, stacks, other";
-      }
-      continue;
-    }
-    if (line.rfind("Pss:", 0) == 0) out[kind] += std::stol(line.substr(4));
-  }
-  return out;
-}
-
 pid_t ParentOf(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(in)), {});
@@ -170,7 +135,7 @@ int Main(int argc, char** argv) {
         ready.samples.push_back(record.value("agent_ready_ms", 0.0));
         pid_t qemu = record.value("qemu_pid", 0);
         qemu_total = itest::PssKb(qemu);
-        qemu_pss = PssBreakdown(qemu, 1024L * 1024);  // the default 2048 MiB pod: >= 1 GiB
+        qemu_pss = itest::QemuPssSplitKb(qemu);
       }
     }
     containerd->Ctr({"task", "kill", "-s", "SIGKILL", pod});

@@ -154,6 +154,50 @@ long PssKb(pid_t pid) {
   return 0;
 }
 
+std::map<std::string, long> QemuPssSplitKb(pid_t pid) {
+  struct Mapping {
+    unsigned long long size = 0;
+    std::string perms, path;
+    long pss_kb = 0;
+  };
+  std::vector<Mapping> maps;
+  std::istringstream in(internal::ReadFile("/proc/" + std::to_string(pid) + "/smaps"));
+  for (std::string line; std::getline(in, line);) {
+    const std::string first = line.substr(0, line.find(' '));
+    const size_t dash = first.find('-');
+    if (dash != std::string::npos && first.find(':') == std::string::npos) {
+      Mapping m;
+      std::istringstream f(line);
+      std::string range, offset, dev, inode;
+      f >> range >> m.perms >> offset >> dev >> inode;
+      std::getline(f, m.path);
+      m.path.erase(0, m.path.find_first_not_of(' '));
+      m.size = std::stoull(first.substr(dash + 1), nullptr, 16) -
+               std::stoull(first.substr(0, dash), nullptr, 16);
+      maps.push_back(std::move(m));
+    } else if (line.rfind("Pss:", 0) == 0 && !maps.empty()) {
+      maps.back().pss_kb += std::stol(line.substr(4));
+    }
+  }
+  const Mapping* ram = nullptr;
+  for (const Mapping& m : maps) {
+    if (m.perms.find('x') == std::string::npos && (!ram || m.size > ram->size)) ram = &m;
+  }
+  std::map<std::string, long> out;
+  for (const Mapping& m : maps) {
+    if (&m == ram) {
+      out["guest RAM"] += m.pss_kb;
+    } else if (m.perms.rfind("rwx", 0) == 0 && m.path.empty()) {
+      out["TCG translation cache"] += m.pss_kb;
+    } else if (!m.path.empty() && m.path[0] == '/') {
+      out["files"] += m.pss_kb;
+    } else {
+      out["heap, stacks, other"] += m.pss_kb;
+    }
+  }
+  return out;
+}
+
 std::vector<pid_t> ProcessesMatching(const std::string& cmdline_substring) {
   std::vector<pid_t> pids;
   const pid_t self = ::getpid();

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,12 @@ bool ProcessAlive(pid_t pid);
 // The process's proportional set size in kB (/proc/<pid>/smaps_rollup's
 // Pss); 0 when it cannot be read.
 long PssKb(pid_t pid);
+
+// A QEMU process's PSS in kB, split by mapping: "guest RAM" (its largest
+// mapping that is not executable: anonymous, memfd or a template's RAM
+// file), "TCG translation cache" (rwx anonymous mappings), "files" (QEMU and
+// its libraries) and "heap, stacks, other". Empty when it cannot be read.
+std::map<std::string, long> QemuPssSplitKb(pid_t pid);
 
 // `path` (a directory) bind-mounted on itself with shared propagation, as a
 // volume with mountPropagation HostToContainer or Bidirectional needs
