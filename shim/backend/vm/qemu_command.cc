@@ -407,8 +407,28 @@ bool ConsoleStallWatch::Stalled(const std::string& console_log) {
   const auto now = std::chrono::steady_clock::now();
   if (now < next_read_) return false;
   next_read_ = now + interval_;
+  if (!read_once_) {
+    read_once_ = true;
+    last_growth_ = now;  // silence counts from the first look
+  }
   Result<std::string> console = ReadFile(console_log);
-  return console && ConsoleReportsStall(*console);
+  if (!console) return false;
+  if (ConsoleReportsStall(*console)) {
+    reason_ = "the guest's console reports a stalled CPU";
+    return true;
+  }
+  if (console->size() != last_size_) {
+    last_size_ = console->size();
+    last_growth_ = now;
+    return false;
+  }
+  if (console->find("hull-agent [") != std::string::npos || now - last_growth_ < silence_) {
+    return false;
+  }
+  reason_ = "the guest's console has been silent for " +
+            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(silence_).count()) +
+            " s and hull-agent has not started";
+  return true;
 }
 
 std::string LastLines(std::string_view text, size_t n) {

@@ -184,18 +184,30 @@ std::string LastLines(std::string_view text, size_t n);
 // rarely, and then never completed (docs/vm.md, "Stalled boots").
 bool ConsoleReportsStall(std::string_view console);
 
-// ConsoleReportsStall on a console log file, read whole at most once per
-// `interval` (the boot asks on each agent-connect retry, every 20 ms until
-// QEMU makes its socket); between reads it answers false.
+// Whether a boot has stalled, from its console log file, read whole at most
+// once per `interval` (the boot asks on each agent-connect retry, every 20 ms
+// until QEMU makes its socket); between reads it answers false. Stalled: the
+// console reports a stall (ConsoleReportsStall), or it has not grown for
+// `silence` while hull-agent has written nothing to it (a guest whose CPUs
+// stopped before the kernel's stall detector could speak: CI saw one stop
+// 0.63 s into the kernel's boot and stay silent). reason() says which.
 class ConsoleStallWatch {
  public:
-  explicit ConsoleStallWatch(std::chrono::milliseconds interval = std::chrono::seconds(1))
-      : interval_(interval) {}
+  explicit ConsoleStallWatch(std::chrono::milliseconds interval = std::chrono::seconds(1),
+                             std::chrono::milliseconds silence = std::chrono::seconds(60))
+      : interval_(interval), silence_(silence) {}
   bool Stalled(const std::string& console_log);
+  // Why Stalled() last said true ("" before).
+  const std::string& reason() const { return reason_; }
 
  private:
   std::chrono::milliseconds interval_;
+  std::chrono::milliseconds silence_;
   std::chrono::steady_clock::time_point next_read_{};
+  std::chrono::steady_clock::time_point last_growth_{};
+  size_t last_size_ = 0;
+  bool read_once_ = false;
+  std::string reason_;
 };
 
 }  // namespace hull::shim::vm

@@ -339,9 +339,9 @@ void VmBackend::Connect(std::shared_ptr<Boot> boot) {
 
 bool VmBackend::HandleStalledBoot(std::shared_ptr<Boot> boot) {
   if (!boot->stall_watch.Stalled(bundle_ + "/" + std::string(kConsoleLogFile))) return false;
-  Status stalled = UnavailableError(
-      "the guest's console reports a stalled CPU before hull-agent answered; its last lines:\n" +
-      ConsoleTail());
+  Status stalled =
+      UnavailableError(boot->stall_watch.reason() +
+                       " before hull-agent answered; its last lines:\n" + ConsoleTail());
   if (boot->clone_of) {
     CloneFailed(boot, stalled);
     return true;

@@ -137,7 +137,7 @@ void VmBackend::ConnectTemplate(std::shared_ptr<Boot> boot) {
                                                       b.last_error.ToString()));
   }
   if (b.stall_watch.Stalled(b.build.console_log())) {
-    return TemplateFailed(boot, UnavailableError("the template's console reports a stalled CPU"));
+    return TemplateFailed(boot, UnavailableError("template: " + b.stall_watch.reason()));
   }
   std::weak_ptr<bool> alive = alive_;
   auto retry = [this, alive, boot] {

@@ -408,6 +408,36 @@ TEST(ConsoleReportsStallTest, WatchReadsTheFileAtMostOncePerInterval) {
   std::filesystem::remove_all(dir);
 }
 
+// A console that stops growing before hull-agent wrote to it is a stall
+// once `silence` has passed; one the agent wrote to never is.
+TEST(ConsoleReportsStallTest, ASilentConsoleWithoutTheAgentIsAStall) {
+  char dir[] = "/tmp/hull-console-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string log = std::string(dir) + "/vm-console.log";
+  std::ofstream(log) << "[    0.630920] PCI: Fatal: No config space access function found\n";
+  ConsoleStallWatch watch(std::chrono::milliseconds(0), std::chrono::milliseconds(300));
+  EXPECT_FALSE(watch.Stalled(log));
+  ::usleep(150'000);
+  std::ofstream(log, std::ios::app) << "[    1.1] more of the boot\n";
+  EXPECT_FALSE(watch.Stalled(log)) << "it grew";
+  ::usleep(200'000);
+  EXPECT_FALSE(watch.Stalled(log)) << "silent for less than 300 ms";
+  ::usleep(200'000);
+  EXPECT_TRUE(watch.Stalled(log));
+  EXPECT_NE(watch.reason().find("silent for 0 s and hull-agent has not started"), std::string::npos)
+      << watch.reason();
+
+  std::ofstream(log, std::ios::app) << "hull-agent [1.52] guest ready (agent started at 1.31)\n";
+  ConsoleStallWatch agent(std::chrono::milliseconds(0), std::chrono::milliseconds(100));
+  EXPECT_FALSE(agent.Stalled(log));
+  ::usleep(250'000);
+  EXPECT_FALSE(agent.Stalled(log)) << "the agent spoke: a slow host, not a stall";
+  std::ofstream(log, std::ios::app) << "[ 21.6] rcu: INFO: rcu_preempt detected stalls on CPUs\n";
+  EXPECT_TRUE(agent.Stalled(log));
+  EXPECT_EQ(agent.reason(), "the guest's console reports a stalled CPU");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(GuestSpecTest, RootAndBindSourcesPointIntoTheShare) {
   nlohmann::json spec = {
       {"root", {{"path", "/host/bundle/rootfs"}, {"readonly", true}}},
