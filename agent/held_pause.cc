@@ -327,7 +327,9 @@ Result<pid_t> HeldPauseBackend::ClonePause(const PausePlan& plan,
     n = ::read(report.read.get(), message, sizeof message);
   } while (n < 0 && errno == EINTR);
   if (n <= 0) return static_cast<pid_t>(pid);  // exec'd: the pipe closed
-  // It failed and exits 127: its status is the reaper's to collect.
+  // It failed and exits 127: nothing waits for that exit, so the reaper
+  // drops it (reaped now or when it comes).
+  reaper_.Discard(static_cast<pid_t>(pid));
   int err = 0;
   if (n == static_cast<ssize_t>(sizeof message)) std::memcpy(&err, message + 1, sizeof err);
   return ErrnoError(err, std::string("the pause process could not ") + StageName(message[0]),
@@ -369,9 +371,7 @@ void HeldPauseBackend::Create(const runtime::CreateRequest& req, runtime::Done d
   Status placed = PlaceInCgroup(req.id, *pid, &held_->cgroup);
   if (placed.ok()) placed = WriteFileAtomic(req.pid_file, std::to_string(*pid));
   if (!placed.ok()) {
-    ::kill(*pid, SIGKILL);
-    reaper_.Discard(*pid);
-    RemoveCgroup(*held_);
+    KillAndRemoveCgroupAtExit(*held_);
     held_.reset();
     return Post(std::move(done), placed.WithContext(context));
   }
@@ -394,6 +394,15 @@ void HeldPauseBackend::OnExit(pid_t pid, int exit_status) {
 
 void HeldPauseBackend::RemoveCgroup(const Held& held) {
   if (!held.cgroup.empty()) ::rmdir(held.cgroup.c_str());
+}
+
+void HeldPauseBackend::KillAndRemoveCgroupAtExit(const Held& held) {
+  ::kill(held.pid, SIGKILL);
+  // A cgroup is removable once its last process has exited, which a
+  // SIGKILL does not wait for: rmdir(2) right after it can fail with EBUSY.
+  reaper_.Watch(held.pid, [cgroup = held.cgroup](int) {
+    if (!cgroup.empty()) ::rmdir(cgroup.c_str());
+  });
 }
 
 void HeldPauseBackend::Start(const std::string& id, runtime::Done done) {
@@ -436,11 +445,11 @@ void HeldPauseBackend::Delete(const std::string& id, bool force, runtime::Done d
 
 void HeldPauseBackend::Release(const std::string& id) {
   if (!IsHeld(id)) return inner_->Release(id);
-  if (!held_->exit_status) {
-    ::kill(held_->pid, SIGKILL);
-    reaper_.Discard(held_->pid);
+  if (held_->exit_status) {
+    RemoveCgroup(*held_);
+  } else {
+    KillAndRemoveCgroupAtExit(*held_);
   }
-  RemoveCgroup(*held_);
   held_.reset();
 }
 

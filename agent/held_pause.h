@@ -116,6 +116,8 @@ class HeldPauseBackend final : public runtime::Backend {
   Status PlaceInCgroup(const std::string& id, pid_t pid, std::string* dir);
   void OnExit(pid_t pid, int exit_status);
   void RemoveCgroup(const Held& held);
+  // SIGKILLs a running pause; its cgroup is removed when its exit is reaped.
+  void KillAndRemoveCgroupAtExit(const Held& held);
   void Post(runtime::Done done, Status status);
 
   EventLoop& loop_;

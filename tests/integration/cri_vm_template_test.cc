@@ -81,10 +81,13 @@ TEST_P(CriVmPodTest, TwoPodsOfOneShapeTheSecondAClone) {
       },
       30s));
 
-  // An OOM kill in the clone reaches CRI.
+  // An OOM kill in the clone reaches CRI. One read(2) fills dd's 64 MiB
+  // buffer against the 32 MiB limit, so no user code runs (and refaults
+  // busybox's pages) while the guest reclaims: a pipe into tail made the
+  // guest's reclaim thrash for over 120 s under TCG in CI before the kill.
   json oom_config = {{"metadata", {{"name", "oom"}}},
                      {"image", {{"image", kBusybox}}},
-                     {"command", {"sh", "-c", "head -c 200m /dev/zero | tail > /dev/null"}},
+                     {"command", {"dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1"}},
                      {"log_path", "oom.log"},
                      {"linux", {{"resources", {{"memory_limit_in_bytes", 32 * 1024 * 1024}}}}}};
   CriReply created = cri_->Call(

@@ -289,9 +289,34 @@ TEST_F(HeldPauseTest, AProcessThatCannotRunFailsTheCreateAndLeavesNothing) {
   EXPECT_NE(s.message().find("could not exec its process"), std::string::npos) << s.ToString();
   EXPECT_EQ(inner_->count("Create"), 0u);
   EXPECT_FALSE(fs::exists(dir_ + "/bundle/init.pid"));
+  // Its exit is reaped and dropped: nothing waits for it.
+  loop_->RunUntil([] { return false; }, 300ms);
+  EXPECT_EQ(reaper_->unclaimed_for_testing(), 0u);
   // The failed child is reaped, and the next pause is held.
   ASSERT_TRUE(Create("pod", PauseSpec(dir_ + "/rootfs")).ok());
   EXPECT_TRUE(fs::exists(dir_ + "/bundle/init.pid"));
+}
+
+// The pause ran but its pid file could not be written: the create fails,
+// and the pause is killed and reaped with nothing left waiting.
+TEST_F(HeldPauseTest, APidFileThatCannotBeWrittenFailsTheCreateAndKillsThePause) {
+  std::ofstream(dir_ + "/bundle/config.json") << PauseSpec(dir_ + "/rootfs").dump();
+  runtime::CreateRequest req{
+      .id = "pod", .bundle = dir_ + "/bundle", .pid_file = dir_ + "/no-such-dir/init.pid"};
+  Status s = Call([&](runtime::Done done) { backend_->Create(req, std::move(done)); });
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("create pod"), std::string::npos) << s.ToString();
+  auto children = [] {
+    std::string all;
+    for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+      std::ifstream in(task.path() / "children");
+      all.append(std::istreambuf_iterator<char>(in), {});
+    }
+    return all;
+  };
+  EXPECT_TRUE(loop_->RunUntil([&] { return children().empty(); }, 5s)) << children();
+  EXPECT_EQ(reaper_->unclaimed_for_testing(), 0u);
+  ASSERT_TRUE(Create("pod", PauseSpec(dir_ + "/rootfs")).ok());
 }
 
 }  // namespace
