@@ -393,6 +393,9 @@ Status ApplyVm(const toml::table& table, std::string_view origin, VmOptions& vm)
           Assign(GetUint32InRange(node, origin, key, 1, kMaxAgentTimeoutMs), vm.agent_timeout_ms);
     } else if (key == "tcg_tb_size_mib") {
       applied = Assign(GetUint32InRange(node, origin, key, 0, kMaxTbSizeMib), vm.tcg_tb_size_mib);
+    } else if (key == "clone_tcg_tb_size_mib") {
+      applied =
+          Assign(GetUint32InRange(node, origin, key, 0, kMaxTbSizeMib), vm.clone_tcg_tb_size_mib);
     } else if (key == "templates") {
       applied = Assign(GetBool(node, origin, key), vm.templates);
     } else if (key == "jail") {
@@ -426,6 +429,7 @@ toml::table VmTable(const VmOptions& vm) {
       {"share", vm.share},
       {"agent_timeout_ms", static_cast<int64_t>(vm.agent_timeout_ms)},
       {"tcg_tb_size_mib", static_cast<int64_t>(vm.tcg_tb_size_mib)},
+      {"clone_tcg_tb_size_mib", static_cast<int64_t>(vm.clone_tcg_tb_size_mib)},
       {"templates", vm.templates},
       {"jail", vm.jail},
       {"share_helper", vm.share_helper},

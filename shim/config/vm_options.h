@@ -26,6 +26,12 @@ struct VmOptions {
   // grown on demand, docs/vm.md "Host memory"); 0: QEMU's default. Not used
   // under KVM.
   uint32_t tcg_tb_size_mib = 32;
+  // The same for a template clone, whose cache starts empty after its
+  // restore whatever the template's was (the cache is no device state):
+  // smaller, since it holds only what the pod runs after the restore and is
+  // the largest share of an idle clone's host memory (docs/vm.md, "Host
+  // memory"). 0: QEMU's default.
+  uint32_t clone_tcg_tb_size_mib = 16;
   // Pods of one shape start as copy-on-write clones of a template VM
   // (docs/vm.md, "Template clones"). Clones share the template's pages with
   // each other: a side channel between pods (docs/security.md), so off unless

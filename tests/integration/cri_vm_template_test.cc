@@ -23,11 +23,15 @@ TEST_P(CriVmPodTest, TwoPodsOfOneShapeTheSecondAClone) {
   const std::string b = RunPod(config_b);
   ASSERT_FALSE(b.empty());
   EXPECT_EQ(BootOf(b), "clone");
-  // Both at the pod's size: the template's shape is the pod's exactly.
+  // Both at the pod's size: the template's shape is the pod's exactly. A
+  // clone's translation cache is [vm] clone_tcg_tb_size_mib (16), not the
+  // template's 32.
   for (const std::string& pod : {a, b}) {
     std::vector<pid_t> qemus = Qemus(pod);
     ASSERT_EQ(qemus.size(), 1u);
     EXPECT_NE(Cmdline(qemus[0]).find("-smp 2,maxcpus=2 -m 376 "), std::string::npos);
+    EXPECT_NE(Cmdline(qemus[0]).find(" -accel tcg,thread=multi,tb-size=16 "), std::string::npos)
+        << Cmdline(qemus[0]);
   }
   const std::string ca = StartContainer(a, config_a, "one");
   const std::string cb = StartContainer(b, config_b, "one");

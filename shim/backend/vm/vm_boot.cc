@@ -213,7 +213,10 @@ void VmBackend::StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> c
   std::vector<UniqueFd> held;
   Status handed = HandQemuItsFiles(boot->assets, log.get(), paths, ram, spawn, held);
   if (!handed.ok()) return FailBoot(boot, handed);
-  spawn.argv = QemuArgv(boot->assets, options_.vm, boot->vcpus, boot->memory_mib, paths, tsc_khz,
+  // A clone's translation cache has its own size (VmOptions).
+  VmOptions qemu_options = options_.vm;
+  if (clone) qemu_options.tcg_tb_size_mib = options_.vm.clone_tcg_tb_size_mib;
+  spawn.argv = QemuArgv(boot->assets, qemu_options, boot->vcpus, boot->memory_mib, paths, tsc_khz,
                         guest_nic, ram);
   Result<pid_t> pid = reaper_.Spawn(spawn);
   held.clear();

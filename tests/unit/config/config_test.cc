@@ -114,6 +114,7 @@ ShimConfig EveryKey() {
   c.runtime.vm.share = "virtiofs";
   c.runtime.vm.agent_timeout_ms = 5000;
   c.runtime.vm.tcg_tb_size_mib = 64;
+  c.runtime.vm.clone_tcg_tb_size_mib = 24;
   c.runtime.vm.templates = true;
   c.runtime.vm.template_cache_mib = 512;
   c.runtime.vm.memory_headroom_mib = 128;
@@ -357,6 +358,7 @@ share = "9p"
 agent_timeout_ms = 120000
 kernel = "/k"
 tcg_tb_size_mib = 16
+clone_tcg_tb_size_mib = 8
 templates = true
 template_cache_mib = 2048
 memory_headroom_mib = 512
@@ -368,6 +370,7 @@ jail_id_base = 100000
   EXPECT_EQ(c.runtime.binary_name, "vm");
   EXPECT_EQ(c.runtime.vm.agent_timeout_ms, 120000u);
   EXPECT_EQ(c.runtime.vm.tcg_tb_size_mib, 16u);
+  EXPECT_EQ(c.runtime.vm.clone_tcg_tb_size_mib, 8u);
   EXPECT_TRUE(c.runtime.vm.templates);
   EXPECT_EQ(c.runtime.vm.template_cache_mib, 2048u);
   EXPECT_EQ(c.runtime.vm.memory_headroom_mib, 512u);
@@ -391,6 +394,7 @@ TEST_F(ConfigTest, VmBadKeysAndValuesAreRefusedWithTheLine) {
            Bad{"[vm]\nkernel = 3", "kernel: expected a string"},
            Bad{"[vm]\ntemplates = \"yes\"", "templates: expected true or false"},
            Bad{"[vm]\ntcg_tb_size_mib = -1", "tcg_tb_size_mib: expected an integer"},
+           Bad{"[vm]\nclone_tcg_tb_size_mib = 5000", "clone_tcg_tb_size_mib: expected an integer"},
            Bad{"[vm]\nmemory_headroom_mib = 2000000", "memory_headroom_mib: expected an integer"},
            Bad{"[vm]\njail_id_base = 0", "jail_id_base: expected an integer"},
            Bad{"[vm]\njail_id_base = 4294000000", "jail_id_base: expected an integer"},
