@@ -415,16 +415,19 @@ TEST(ConsoleReportsStallTest, ASilentConsoleWithoutTheAgentIsAStall) {
   ASSERT_NE(::mkdtemp(dir), nullptr);
   const std::string log = std::string(dir) + "/vm-console.log";
   std::ofstream(log) << "[    0.630920] PCI: Fatal: No config space access function found\n";
-  ConsoleStallWatch watch(std::chrono::milliseconds(0), std::chrono::milliseconds(300));
+  // Each false answer below has 500 ms of margin against a late wake-up
+  // (a loaded CI host under the sanitizers).
+  ConsoleStallWatch watch(std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
   EXPECT_FALSE(watch.Stalled(log));
-  ::usleep(150'000);
+  ::usleep(700'000);
   std::ofstream(log, std::ios::app) << "[    1.1] more of the boot\n";
   EXPECT_FALSE(watch.Stalled(log)) << "it grew";
-  ::usleep(200'000);
-  EXPECT_FALSE(watch.Stalled(log)) << "silent for less than 300 ms";
-  ::usleep(200'000);
+  ::usleep(500'000);
+  // Silent for 1.2 s since the first look, but 0.5 s since it grew.
+  EXPECT_FALSE(watch.Stalled(log)) << "silent for less than 1 s since it grew";
+  ::usleep(700'000);
   EXPECT_TRUE(watch.Stalled(log));
-  EXPECT_NE(watch.reason().find("silent for 0 s and hull-agent has not started"), std::string::npos)
+  EXPECT_NE(watch.reason().find("silent for 1 s and hull-agent has not started"), std::string::npos)
       << watch.reason();
 
   std::ofstream(log, std::ios::app) << "hull-agent [1.52] guest ready (agent started at 1.31)\n";
