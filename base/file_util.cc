@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include "base/unique_fd.h"
 
 namespace hull {
@@ -59,6 +61,17 @@ Status WriteKernelFile(const std::string& path, std::string_view data) {
   if (!fd) return ErrnoError("open", path);
   if (::write(fd.get(), data.data(), data.size()) != static_cast<ssize_t>(data.size())) {
     return ErrnoError("write " + std::string(data), path);
+  }
+  return Status::Ok();
+}
+
+Status MakeDirs(const std::string& dir, mode_t mode) {
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos != dir.size() && dir[pos] != '/') continue;
+    std::string prefix = dir.substr(0, pos);
+    if (::mkdir(prefix.c_str(), pos == dir.size() ? mode : 0711) != 0 && errno != EEXIST) {
+      return ErrnoError("mkdir", prefix);
+    }
   }
   return Status::Ok();
 }

@@ -2,6 +2,8 @@
 // stored options). Errors name the file.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
 
@@ -22,5 +24,9 @@ Status WriteFileAtomic(const std::string& path, std::string_view data, int mode 
 // One write(2) of `data` to a file that must exist: a cgroup interface file
 // or a sysctl, which take a value in a single write. A short write is an error.
 Status WriteKernelFile(const std::string& path, std::string_view data);
+
+// mkdir -p of an absolute `dir`: missing parents 0711 (traversable), the
+// last directory `mode`; directories that exist are left as they are.
+Status MakeDirs(const std::string& dir, mode_t mode);
 
 }  // namespace hull

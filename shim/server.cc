@@ -4,9 +4,11 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "base/event_loop.h"
+#include "base/file_util.h"
 #include "base/logging.h"
 #include "base/reaper.h"
 #include "base/spawner.h"
@@ -31,7 +34,9 @@
 #include "shim/sandbox/pause_process.h"
 #include "shim/sandbox/sandbox_service.h"
 #include "shim/security/confine.h"
+#include "shim/security/read_only_host.h"
 #include "shim/security/spawn_policy.h"
+#include "shim/stdio/spawner_files.h"
 #include "shim/task_service.h"
 #include "ttrpc/server.h"
 
@@ -70,6 +75,38 @@ std::string BundleId(const std::string& bundle) {
   return slash == std::string::npos ? bundle : bundle.substr(slash + 1);
 }
 
+// Where a confined server's temporary files go (console sockets whose
+// bundle path is too long): the host's /tmp is read-only to it.
+constexpr char kServerTmpDir[] = "/run/hull/tmp";
+
+// What a confined server still writes (docs/security.md, "The server's view
+// of the host"): its pod's bundles, hull's run directory (VM pods, the
+// template cache, its temporary files), the cgroups, /proc (its children's
+// OOM scores) but for the sysctls and sysrq, and a runtime root where the
+// server itself removes the runtime's leftovers. Made when missing.
+Result<HostView> ServerHostView(const ShimConfig& config, const std::string& ns,
+                                const std::vector<std::string>& bundles) {
+  HostView view{.writable = {"/proc", "/sys/fs/cgroup", "/run/hull"},
+                .read_only = {"/proc/sys", "/proc/sysrq-trigger"}};
+  for (std::string& root : RuntimeTreesTheServerWrites(config.runtime, ns)) {
+    view.writable.push_back(std::move(root));
+  }
+  for (const std::string& tree : view.writable) HULL_RETURN_IF_ERROR(MakeDirs(tree, 0711));
+  HULL_RETURN_IF_ERROR(MakeDirs(kServerTmpDir, 0700));
+  // containerd's task directory of the namespace may not be there yet (a
+  // shim sandboxer's first pod): made beside the plugin's own, as
+  // containerd would, never elsewhere (a server started outside
+  // containerd's layout).
+  for (const std::string& dir : bundles) {
+    if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST && errno != ENOENT) {
+      return ErrnoError("mkdir", dir);
+    }
+    struct stat st;
+    if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) view.writable.push_back(dir);
+  }
+  return view;
+}
+
 // [security] confine: forks the spawner, then confines this process. The
 // spawner is forked first so that nothing it starts inherits the filter.
 // Its entries: the pause process, the rootfs mounts of bundles beside the
@@ -81,12 +118,14 @@ std::string BundleId(const std::string& bundle) {
 Result<std::unique_ptr<SpawnerClient>> StartConfined(const ShimConfig& config,
                                                      const std::string& ns, Logger& log) {
   const std::vector<std::string> bundles = BundleDirs(WorkingDirectory());
-  std::vector<SpawnerEntry> entries(kFollowCgroupSpawnerEntry + 1);
+  std::vector<SpawnerEntry> entries(stdio::kLogFileSpawnerEntry + 1);
   entries[kPauseSpawnerEntry] = PauseSpawnerEntry();
   std::vector<SpawnerEntry> mounts = MountSpawnerEntries(bundles);
   entries[kMountSpawnerEntry] = std::move(mounts[0]);
   entries[kUnmountSpawnerEntry] = std::move(mounts[1]);
   entries[kFollowCgroupSpawnerEntry] = FollowCgroupSpawnerEntry();
+  entries[stdio::kLogFileSpawnerEntry] = stdio::LogFileSpawnerEntry();
+  HULL_ASSIGN_OR_RETURN(HostView host_view, ServerHostView(config, ns, bundles));
   SpawnPolicy policy = MakeSpawnPolicy(config, ns, bundles, SelfExecutable());
   policy.sandbox_bundle =
       WorkingDirectory() + "/" + std::string(runtime::oci_cli::kSandboxBundleDir);
@@ -145,12 +184,16 @@ Result<std::unique_ptr<SpawnerClient>> StartConfined(const ShimConfig& config,
         "confine: HULL_SECCOMP_LOG=1: syscalls outside the allow-list are let through and "
         "logged by the kernel");
   }
+  HULL_RETURN_IF_ERROR(SeeHostReadOnly(host_view).WithContext("confine: the host read-only"));
+  if (::setenv("TMPDIR", kServerTmpDir, 1) != 0) return ErrnoError("setenv", "TMPDIR");
   HULL_RETURN_IF_ERROR(ConfineServer(log_unlisted));
   std::string caps;
   for (const std::string& name : ConfinedCapabilityNames())
     caps += (caps.empty() ? "" : ",") + name;
-  log.Info("confined: spawner pid {}, capabilities {}, NoNewPrivs, seccomp allow-list",
-           spawner->pid(), caps);
+  log.Info(
+      "confined: spawner pid {}, capabilities {}, NoNewPrivs, seccomp allow-list, the host "
+      "read-only but {} tree(s)",
+      spawner->pid(), caps, host_view.writable.size());
   return spawner;
 }
 
@@ -181,6 +224,23 @@ int RunServer(const ServerArgs& args) {
         "security.logging_binaries is not applied: the server runs unconfined "
         "(security.confine = false), and starts any binary:// logger");
   }
+  // The socket is unlinked at exit through its directory opened now: a
+  // confined server's view of it is read-only, this descriptor's is not.
+  const std::string socket_path = SocketPath(args.listen_fd);
+  const size_t socket_slash = socket_path.find_last_of('/');
+  UniqueFd socket_dir;
+  if (socket_slash != std::string::npos) {
+    socket_dir.reset(::open(socket_slash == 0 ? "/" : socket_path.substr(0, socket_slash).c_str(),
+                            O_PATH | O_DIRECTORY | O_CLOEXEC));
+  }
+  auto unlink_socket = [&] {
+    if (socket_path.empty()) return;
+    if (socket_dir) {
+      ::unlinkat(socket_dir.get(), socket_path.c_str() + socket_slash + 1, 0);
+    } else {
+      ::unlink(socket_path.c_str());
+    }
+  };
   std::unique_ptr<SpawnerClient> spawner;
   if (server_config.security.confine) {
     auto confined = StartConfined(server_config, args.ns, log);
@@ -215,7 +275,6 @@ int RunServer(const ServerArgs& args) {
       .loop = loop, .reaper = reaper, .log = log, .publisher = publisher, .ns = args.ns};
   Pod pod(ctx, DefaultBackendFactory(loop, reaper, args.ns, log), Pod::ReadStartPlacement(log));
 
-  std::string socket_path = SocketPath(args.listen_fd);
   ttrpc::ServerOptions server_options;
   // The [ttrpc] limits of the config file (docs/ttrpc.md, "Limits").
   const TtrpcLimits& limits = server_config.ttrpc;
@@ -233,7 +292,7 @@ int RunServer(const ServerArgs& args) {
     log.Info("shutting down");
     // Stop accepting at once so a new `start` does not find us, then let
     // calls in flight and queued events finish.
-    if (!socket_path.empty()) ::unlink(socket_path.c_str());
+    unlink_socket();
     // The pod's sandbox goes first (a vm backend's VM powers off and QEMU
     // exits), then the queued events.
     server.Shutdown([&] {
@@ -286,7 +345,7 @@ int RunServer(const ServerArgs& args) {
   Status ran = loop.Run();
   if (!ran.ok()) log.Error("{}", ran.ToString());
   pod.Leave();
-  if (!socket_path.empty()) ::unlink(socket_path.c_str());
+  unlink_socket();
   return ran.ok() ? 0 : 1;
 }
 

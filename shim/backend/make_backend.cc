@@ -156,6 +156,14 @@ std::string RuntimeRoot(const RuntimeOptions& options, const std::string& ns) {
   return root + "/" + ns;
 }
 
+std::vector<std::string> RuntimeTreesTheServerWrites(const RuntimeOptions& options,
+                                                     const std::string& ns) {
+  // sandbox_deletes_last: the delete that ends a sandbox removes its
+  // orphaned locks (RemoveOrphanRunscLocks).
+  if (IsVm(options) || !FlavourFor(options.binary_name).sandbox_deletes_last) return {};
+  return {RuntimeRoot(options, ns)};
+}
+
 runtime::oci_cli::RuntimeConfig MakeRuntimeConfig(const RuntimeOptions& options,
                                                   const std::string& ns,
                                                   const std::string& bundle) {

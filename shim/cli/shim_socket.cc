@@ -8,6 +8,8 @@
 
 #include <cstring>
 
+#include "base/file_util.h"
+
 namespace hull::shim {
 namespace {
 
@@ -20,18 +22,6 @@ Result<sockaddr_un> UnixAddress(const std::string& path) {
   }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   return addr;
-}
-
-// mkdir -p: missing parents 0711 (traversable), the last directory `mode`.
-Status MakeDirs(const std::string& dir, mode_t mode) {
-  for (size_t pos = 1; pos <= dir.size(); ++pos) {
-    if (pos != dir.size() && dir[pos] != '/') continue;
-    std::string prefix = dir.substr(0, pos);
-    if (::mkdir(prefix.c_str(), pos == dir.size() ? mode : 0711) != 0 && errno != EEXIST) {
-      return ErrnoError("mkdir", prefix);
-    }
-  }
-  return Status::Ok();
 }
 
 // Listens on `path`; EADDRINUSE comes back as an AlreadyExists Status.

@@ -11,18 +11,18 @@ Result<Outputs> OpenOutputs(EventLoop& loop, Reaper& reaper, const StdioPlan& pl
     case OutputMode::kNone: break;
     case OutputMode::kFifo: {
       if (!plan.stdout_path.empty()) {
-        HULL_ASSIGN_OR_RETURN(outputs.out, OpenOutputPath(plan.stdout_path));
+        HULL_ASSIGN_OR_RETURN(outputs.out, OpenOutputPath(plan.stdout_path, reaper.spawner()));
       }
       if (plan.stderr_path.empty()) break;
       if (plan.stderr_path == plan.stdout_path) {
         outputs.err_is_out = true;  // one writer, as containerd's shim shares it
       } else {
-        HULL_ASSIGN_OR_RETURN(outputs.err, OpenOutputPath(plan.stderr_path));
+        HULL_ASSIGN_OR_RETURN(outputs.err, OpenOutputPath(plan.stderr_path, reaper.spawner()));
       }
       break;
     }
     case OutputMode::kFile: {
-      HULL_ASSIGN_OR_RETURN(outputs.out, OpenLogFile(plan.stdout_path));
+      HULL_ASSIGN_OR_RETURN(outputs.out, OpenLogFile(plan.stdout_path, reaper.spawner()));
       outputs.err_is_out = !plan.stderr_path.empty();
       break;
     }

@@ -173,6 +173,73 @@ TEST_P(HullConfinedTest, SpawnerStartsOnlyTheLoggersTheConfigurationNames) {
       10s));
 }
 
+// The options of the mount at `point` in /proc/<pid>/mountinfo ("ro,...");
+// "" when nothing is mounted there.
+std::string MountOptions(pid_t pid, const std::string& point) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/mountinfo");
+  std::string options;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, device, root, at, opts;
+    if (fields >> id >> parent >> device >> root >> at >> opts && at == point) options = opts;
+  }
+  return options;  // the last listed is the one on top
+}
+
+std::string MountNamespace(const std::string& pid) {
+  std::error_code ec;
+  return fs::read_symlink("/proc/" + pid + "/ns/mnt", ec).string();
+}
+
+// The server sees the host read-only but what it writes (docs/security.md,
+// "The server's view of the host"), in a mount namespace of its own; its
+// spawner, and so the runtime and the containers, see the host's. file://
+// logs, which the server cannot create, are opened by the spawner, which
+// refuses a system directory and logs it.
+TEST_P(HullConfinedTest, ServerSeesTheHostReadOnlyButItsBundles) {
+  CommandResult r = Run({"-d"}, "t1", {"sleep", "1000"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  std::vector<pid_t> shims = Shims();
+  ASSERT_EQ(shims.size(), 1u) << DescribeShims();
+  const pid_t server = shims[0];
+  EXPECT_NE(MountNamespace(std::to_string(server)), MountNamespace("self"));
+  for (pid_t child : Children(server)) {
+    if (Field(ProcStatus(child), "Name") == "hull-spawner") {
+      EXPECT_EQ(MountNamespace(std::to_string(child)), MountNamespace("self"));
+    }
+  }
+  EXPECT_TRUE(MountOptions(server, "/").starts_with("ro")) << MountOptions(server, "/");
+  const std::string bundles = fs::path(Bundle("t1")).parent_path().string();
+  EXPECT_TRUE(MountOptions(server, bundles).starts_with("rw")) << bundles;
+  EXPECT_TRUE(MountOptions(server, "/run/hull").starts_with("rw"));
+  EXPECT_TRUE(MountOptions(server, "/sys/fs/cgroup").starts_with("rw"));
+  EXPECT_TRUE(MountOptions(server, "/proc/sys").starts_with("ro"));
+  // Where a runtime keeps its state, only runsc's is the server's to write.
+  const std::string root = (IsRunsc() ? RunscRoot() : "/run/containerd/" + GetParam()) + "/default";
+  EXPECT_EQ(MountOptions(server, root).starts_with("rw"), IsRunsc()) << root;
+
+  // A container's exec and its end still work, the server writing its
+  // bundle's files.
+  r = Ctr({"task", "exec", "--exec-id", "e1", "t1", "true"});
+  EXPECT_TRUE(r.ok()) << r.Describe();
+
+  const std::string log = containerd_->dir() + "/logs/t2.log";
+  r = Run({"--rm", "--log-uri", "file://" + log}, "t2", {"echo", "into-a-file"});
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  std::ifstream in(log);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), "into-a-file\n");
+
+  const std::string refused = "/etc/hull-confine-test-" + std::to_string(::getpid()) + ".log";
+  r = Run({"--rm", "--log-uri", "file://" + refused}, "t3", {"echo", "refused"});
+  EXPECT_FALSE(r.ok()) << r.Describe();
+  EXPECT_FALSE(fs::exists(refused));
+  std::ifstream log_in(containerd_->log_path());
+  std::string text((std::istreambuf_iterator<char>(log_in)), {});
+  EXPECT_NE(text.find("spawner refused log-file"), std::string::npos) << containerd_->LogTail(40);
+  Ctr({"task", "rm", "-f", "t3"});
+  Ctr({"container", "rm", "t3"});
+}
+
 INSTANTIATE_TEST_SUITE_P(Runtimes, HullConfinedTest, ::testing::Values("runc", "crun", "runsc"));
 
 // [security] where operators configure a runtime handler (issue 26, 5): the
