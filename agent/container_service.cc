@@ -196,6 +196,14 @@ void ContainerService::Create(const ttrpc::CallContext&, pb::CreateContainerRequ
                                        " is not a directory in the guest"));
   }
 
+  // The pod's limit goes up before the container is made (a container made
+  // after a resize counts at its new limit), and back when it fails.
+  const uint64_t pod_max = req.pod_memory_max_bytes();
+  const uint64_t pod_max_before = pod_memory_max_;
+  const bool raise = pod_max > 0 && pod_max > pod_memory_max_;
+  if (raise && !options_.set_pod_memory_max) {
+    return r.Fail(FailedPreconditionError(context + ": this agent sets no pod memory limit"));
+  }
   const std::string dir = options_.state_dir + "/" + id;
   RemoveTree(dir);  // a stale one from a container that failed half-way
   if (Status s = MakeDirs(dir); !s.ok()) return r.Fail(s.WithContext(context));
@@ -214,45 +222,58 @@ void ContainerService::Create(const ttrpc::CallContext&, pb::CreateContainerRequ
   c.generation = next_generation_++;
   c.dir = dir;
   c.init.stdio = std::move(*stdio);
+  if (raise) {
+    if (Status s = SetPodMemoryMax(pod_max); !s.ok()) {
+      RemoveTree(dir);
+      return r.Fail(s.WithContext(context + ": pod memory"));
+    }
+  }
   containers_.emplace(id, std::move(owned));
 
   runtime::CreateRequest create{
       .id = id, .bundle = dir, .pid_file = dir + "/init.pid", .stdio = c.init.stdio->ForRuntime()};
   const uint64_t gen = c.generation;
-  backend_->Create(create, [this, id, gen, pid_file = create.pid_file, context,
+  // A raise whose container never came is undone (when the earlier value is
+  // known, as for UpdateContainer).
+  auto undo_raise = [this, raise, pod_max_before] {
+    if (raise && pod_max_before > 0 && !destroying_) SetPodMemoryMax(pod_max_before).IgnoreError();
+  };
+  backend_->Create(create, [this, id, gen, pid_file = create.pid_file, context, undo_raise,
                             r = SharedResponder(std::move(r))](Status s) mutable {
-    AfterSpawn(
-        id, gen, "", pid_file, std::move(s),
-        [this, id, gen, context, r = SharedResponder(std::move(r))](Result<pid_t> pid) mutable {
-          Container* c = Still(id, gen);
-          if (c == nullptr) return r.Fail(NotFoundError(context + ": removed meanwhile"));
-          if (!pid) {
-            // crun may have got as far as a container (a pid file that
-            // cannot be read, a pty master that never came): delete it, so
-            // that a failed create leaves nothing behind either way.
-            Status failed = pid.error().WithContext(context);
-            Log(failed.ToString());
-            c->state = ContainerState::kRemoving;
-            return backend_->Delete(id, /*force=*/true, [this, id, gen, failed, r](Status) {
-              if (Still(id, gen) != nullptr) Forget(id);
-              r.Fail(failed);
-            });
-          }
-          c->init.pid = *pid;
-          c->state = ContainerState::kCreated;
-          backend_->WatchInitExit(
-              id, *pid, [this, id, gen](int exit_status) { OnInitExit(id, gen, exit_status); });
-          auto watch = backend_->WatchOom(id, *pid, [this, id, gen] {
-            if (Container* c = Still(id, gen)) CheckOom(*c);
-          });
-          // Without the watch (no memory controller) the count is still
-          // read at exit, when the backend found it.
-          if (watch) c->oom_watch = std::move(*watch);
-          Log("container " + id + " created, init pid " + std::to_string(*pid));
-          pb::CreateContainerResponse resp;
-          resp.set_pid(static_cast<uint32_t>(*pid));
-          r.Reply(resp);
-        });
+    AfterSpawn(id, gen, "", pid_file, std::move(s),
+               [this, id, gen, context, undo_raise,
+                r = SharedResponder(std::move(r))](Result<pid_t> pid) mutable {
+                 if (!pid) undo_raise();
+                 Container* c = Still(id, gen);
+                 if (c == nullptr) return r.Fail(NotFoundError(context + ": removed meanwhile"));
+                 if (!pid) {
+                   // crun may have got as far as a container (a pid file that
+                   // cannot be read, a pty master that never came): delete it, so
+                   // that a failed create leaves nothing behind either way.
+                   Status failed = pid.error().WithContext(context);
+                   Log(failed.ToString());
+                   c->state = ContainerState::kRemoving;
+                   return backend_->Delete(id, /*force=*/true, [this, id, gen, failed, r](Status) {
+                     if (Still(id, gen) != nullptr) Forget(id);
+                     r.Fail(failed);
+                   });
+                 }
+                 c->init.pid = *pid;
+                 c->state = ContainerState::kCreated;
+                 backend_->WatchInitExit(id, *pid, [this, id, gen](int exit_status) {
+                   OnInitExit(id, gen, exit_status);
+                 });
+                 auto watch = backend_->WatchOom(id, *pid, [this, id, gen] {
+                   if (Container* c = Still(id, gen)) CheckOom(*c);
+                 });
+                 // Without the watch (no memory controller) the count is still
+                 // read at exit, when the backend found it.
+                 if (watch) c->oom_watch = std::move(*watch);
+                 Log("container " + id + " created, init pid " + std::to_string(*pid));
+                 pb::CreateContainerResponse resp;
+                 resp.set_pid(static_cast<uint32_t>(*pid));
+                 r.Reply(resp);
+               });
   });
 }
 

@@ -198,9 +198,9 @@ class CriVmPodTest : public ::testing::TestWithParam<Containerd> {
   }
 
   // A container that writes a line to each stream, does some CPU work and
-  // sleeps.
+  // sleeps; `linux`: its CRI LinuxContainerConfig (resources).
   std::string StartContainer(const std::string& pod, const json& pod_config,
-                             const std::string& name) {
+                             const std::string& name, const json& linux = json::object()) {
     json config = {{"metadata", {{"name", name}}},
                    {"image", {{"image", kBusybox}}},
                    {"command",
@@ -209,7 +209,7 @@ class CriVmPodTest : public ::testing::TestWithParam<Containerd> {
                          "-err >&2; i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; "
                          "exec sleep 3600"}},
                    {"log_path", name + ".log"},
-                   {"linux", json::object()}};
+                   {"linux", linux}};
     CriReply created = cri_->Call(
         "CreateContainer",
         {{"pod_sandbox_id", pod}, {"config", config}, {"sandbox_config", pod_config}}, kCriTimeout);

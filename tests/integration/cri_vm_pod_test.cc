@@ -437,7 +437,10 @@ TEST_P(CriVmPodTest, PodSurvivesAContainerdRestart) {
 // gives them the headroom: a raise to 448 MiB reaches the container's cgroup
 // and a process can then hold 300 MiB (a 376 MiB VM killed it, issue 22);
 // 1 GiB is beyond the VM and refused naming both sizes with nothing changed;
-// a lower limit takes the pod back down. The container reads its own limit
+// a lower limit takes the pod back down. A container made after that at a
+// raised limit (the kubelet's RestartContainer resize policy: the old one
+// removed, a new one created at the new size) raises the pod with it, and
+// holds 300 MiB too. The container reads its own limit
 // at /sys/fs/cgroup (its cgroup namespace); the pod's cgroup above it is not
 // visible there (AgentServiceTest.CreateSandboxSetsThePodsMemoryWhenGivenIt
 // and ContainerServiceTest.UpdateRaisesThePodsMemoryBeforeAndLowersItAfter
@@ -490,6 +493,20 @@ TEST_P(CriVmPodTest, ResizeWithinTheHeadroomGrowsThePod) {
   ASSERT_TRUE(down.ok) << down.error;
   EXPECT_EQ(limits(), mib256 + "\n");
   EXPECT_EQ(ContainerState(c1).first, "CONTAINER_RUNNING");
+
+  // Restarted at 448 MiB: the pod goes from 256 MiB to 448 with it.
+  ASSERT_TRUE(cri_->Call("StopContainer", {{"container_id", c1}, {"timeout", 5}}, kCriTimeout).ok);
+  ASSERT_TRUE(cri_->Call("RemoveContainer", {{"container_id", c1}}, kCriTimeout).ok);
+  const std::string c2 = StartContainer(pod, pod_config, "grown",
+                                        {{"resources", {{"memory_limit_in_bytes", 448ll << 20}}}});
+  ASSERT_FALSE(c2.empty());
+  CriReply grown_limit = Exec(c2, {"cat", "/sys/fs/cgroup/memory.max"});
+  ASSERT_TRUE(grown_limit.ok) << grown_limit.error;
+  EXPECT_EQ(DecodeBase64(grown_limit.body.value("stdout", "")), mib448 + "\n");
+  CriReply hold = Exec(c2, {"sh", "-c", "head -c 300m /dev/zero | tail > /dev/null"});
+  ASSERT_TRUE(hold.ok) << hold.error;
+  EXPECT_EQ(hold.body.value("exit_code", -1), 0);
+  EXPECT_EQ(ContainerState(c2).first, "CONTAINER_RUNNING");
   RemovePodAndCheckNothingLeft(pod, socket);
 }
 

@@ -68,6 +68,14 @@ void VmBackend::Release(const std::string& id) {
   containers_.erase(id);
 }
 
+std::map<std::string, int64_t> VmBackend::ContainerLimits() const {
+  std::map<std::string, int64_t> limits;
+  for (const auto& [id, c] : containers_) {
+    if (id != sandbox_id_) limits[id] = c.memory_limit;
+  }
+  return limits;
+}
+
 Status VmBackend::StartStdio(const std::string& id, const std::string& exec_id,
                              const ProcessStdio& stdio, bool terminal) {
   UniqueFd in, out, err;
@@ -119,6 +127,18 @@ void VmBackend::Create(const CreateRequest& req, Done done) {
   // The stdio descriptors are the caller's until `done`: ours are dups.
   // Only headroom needs the containers' limits (Update, PodMemoryMax).
   containers_[req.id].memory_limit = capacity_.headroom_mib > 0 ? SpecMemoryLimit(*spec) : 0;
+  if (capacity_.headroom_mib > 0 && req.id != sandbox_id_) {
+    // A container made after a resize (a restart at its new limit) raises
+    // the pod's memory as UpdateContainer would; limits beyond the VM hold
+    // the pod at what the VM can give (a create is not a resize: the
+    // kubelet sized the VM from these limits).
+    Result<uint64_t> pod_max = PodMemoryMax(req.id, ContainerLimits(), capacity_);
+    if (!pod_max) {
+      log_.Warn("pod {}: create {}: the pod is held at what its VM can give ({})", sandbox_id_,
+                req.id, pod_max.error().message());
+    }
+    create.set_pod_memory_max_bytes(pod_max ? *pod_max : ContainersCapMib(capacity_) << 20);
+  }
   Status stdio = StartStdio(req.id, "", req.stdio, terminal);
   if (!stdio.ok()) {
     share_->RemoveContainer(req.id).IgnoreError();
@@ -261,10 +281,7 @@ void VmBackend::Update(const std::string& id, const std::string& resources_json,
   std::optional<int64_t> memory = MemoryLimitOf(resources_json);
   if (capacity_.headroom_mib > 0) {
     // With headroom the pod's containers together follow their limits.
-    std::map<std::string, int64_t> limits;
-    for (const auto& [container, c] : containers_) {
-      if (container != sandbox_id_) limits[container] = c.memory_limit;
-    }
+    std::map<std::string, int64_t> limits = ContainerLimits();
     if (memory) limits[id] = *memory;
     Result<uint64_t> pod_max = PodMemoryMax(id, limits, capacity_);
     if (!pod_max) {

@@ -135,6 +135,10 @@ class VmBackend final : public Backend {
   void CleanUp();
   std::string ConsoleTail() const;
 
+  // The memory limits of the pod's containers, the pause container left
+  // out (PodMemoryMax's input).
+  std::map<std::string, int64_t> ContainerLimits() const;
+
   void PollOom();
   void Wait(const std::string& id, const std::string& exec_id, uint64_t generation,
             std::function<void(int)> on_exit);

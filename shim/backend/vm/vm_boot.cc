@@ -35,10 +35,10 @@ constexpr auto kPowerOffWait = 10s;
 // Cold boots tried again after a stalled CPU (docs/vm.md, "Stalled boots").
 constexpr uint32_t kStalledBootRetries = 1;
 
-Status MakeDirs(const std::string& path, mode_t mode) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) return InternalError("mkdir " + path + ": " + ec.message());
+// MakeDirs, with `mode` given to the last directory even when it exists
+// (one left by an earlier boot attempt).
+Status MakeDirsWithMode(const std::string& path, mode_t mode) {
+  HULL_RETURN_IF_ERROR(::hull::MakeDirs(path, mode));
   ::chmod(path.c_str(), mode);
   return Status::Ok();
 }
@@ -158,7 +158,7 @@ void VmBackend::StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> c
   VmPaths paths{.agent_socket = run_dir_ + "/agent.sock",
                 .console_log = bundle_ + "/" + std::string(kConsoleLogFile),
                 .share_dir = run_dir_ + "/share"};
-  Status made = MakeDirs(paths.share_dir, 0700);
+  Status made = MakeDirsWithMode(paths.share_dir, 0700);
   if (!made.ok()) return FailBoot(boot, made);
   share_ = std::make_unique<PodShare>(paths.share_dir, reaper_.spawner());
   std::vector<std::string> needed = {boot->assets.qemu, boot->assets.kernel, boot->assets.initramfs,
@@ -507,7 +507,7 @@ Status VmBackend::RootQemu(SpawnOptions& spawn, const GuestAssets& assets, const
                            const std::string& ram_file) {
   if (!spawn.jail || spawn.jail->uid == 0) return Status::Ok();
   const std::string root = dir + "/jail";
-  HULL_RETURN_IF_ERROR(MakeDirs(root, 0755));
+  HULL_RETURN_IF_ERROR(MakeDirsWithMode(root, 0755));
   RootQemuJail(*spawn.jail, root, assets, options_.vm, ram_file);
   return Status::Ok();
 }

@@ -275,5 +275,48 @@ TEST_F(ContainerServiceTest, UpdateRaisesThePodsMemoryBeforeAndLowersItAfter) {
   EXPECT_EQ(backend->count("Update"), 0u);
 }
 
+// A container made after a resize (the kubelet's RestartContainer resize
+// policy) counts at its new limit: the host sends the pod's new sum with the
+// create, which raises the pod's memory before the container is made; a
+// create that fails puts the earlier value back; a sum that is not above
+// the current one leaves it; an agent without the hook refuses a raise.
+TEST_F(ContainerServiceTest, CreateRaisesThePodsMemoryAndPutsItBackWhenItFails) {
+  std::vector<std::pair<uint64_t, size_t>> set;  // bytes, backend Creates before it
+  shim::testing::FakeBackend* backend = nullptr;
+  pod_memory_hook_ = [&](uint64_t bytes) {
+    set.emplace_back(bytes, backend->count("Create"));
+    return Status::Ok();
+  };
+  auto owned =
+      std::make_unique<shim::testing::FakeBackend>(*loop_, *reaper_, shim::RuntimeOptions{});
+  backend = owned.get();
+  backend->SetInitPid("a", 4242);
+  backend->SetInitPid("b", 0);  // its runtime writes no pid: the create fails
+  backend->SetInitPid("c", 4244);
+  MakeService(dir_ + "/no-such-crun", std::move(owned));
+  auto create = [&](const std::string& id, uint64_t pod_max) {
+    pb::CreateContainerRequest req = CreateRequest(id);
+    req.set_pod_memory_max_bytes(pod_max);
+    return CallCode("CreateContainer", req);
+  };
+  EXPECT_EQ(create("a", 448u << 20), Code::kOk);
+  EXPECT_NE(create("b", 512u << 20), Code::kOk);
+  EXPECT_EQ(create("c", 256u << 20), Code::kOk);  // not above 448 MiB: unchanged
+  EXPECT_EQ(backend->count("Create"), 3u);
+  const std::vector<std::pair<uint64_t, size_t>> want = {
+      {448u << 20, 0}, {512u << 20, 1}, {448u << 20, 2}};
+  EXPECT_EQ(set, want);
+
+  pod_memory_hook_ = nullptr;
+  auto plain =
+      std::make_unique<shim::testing::FakeBackend>(*loop_, *reaper_, shim::RuntimeOptions{});
+  backend = plain.get();
+  MakeService(dir_ + "/no-such-crun", std::move(plain));
+  EXPECT_EQ(create("d", 512u << 20), Code::kFailedPrecondition);
+  EXPECT_EQ(backend->count("Create"), 0u);
+  EXPECT_EQ(service_->container_count(), 0u);
+  EXPECT_FALSE(fs::exists(dir_ + "/state/d"));
+}
+
 }  // namespace
 }  // namespace hull::agent
