@@ -177,9 +177,17 @@ Status EventLoop::Run() {
   return Status::Ok();
 }
 
+namespace {
+// How often RunUntil looks at its condition when nothing happens.
+constexpr std::chrono::milliseconds kRunUntilTick{10};
+}  // namespace
+
 bool EventLoop::RunUntil(const std::function<bool()>& done, std::chrono::nanoseconds timeout) {
   bool expired = false;
   EventHandle deadline = AddTimer(timeout, [&expired] { expired = true; });
+  // `done` may wait on what no event reports (a file, /proc): looked at
+  // again on every tick, not only when a callback ran.
+  EventHandle tick = AddRepeatingTimer(kRunUntilTick, [] {});
   while (!done() && !expired) {
     if (event_base_loop(base_, EVLOOP_ONCE) < 0) break;
   }

@@ -60,7 +60,6 @@ void EndPause(int) {
 [[noreturn]] void RunPause(const PausePlan& plan) {
   // Die with the server: nothing of the pod outlives it.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  ::prctl(PR_SET_NAME, "hull-pause");
   if (plan.netns && ::setns(plan.netns.get(), CLONE_NEWNET) != 0) _exit(120);
   if (!plan.hostname.empty() && ::sethostname(plan.hostname.data(), plan.hostname.size()) != 0) {
     _exit(121);
@@ -75,6 +74,9 @@ void EndPause(int) {
   sigset_t none;
   ::sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Named once SIGTERM ends it cleanly: whoever waits for the name (a test,
+  // an operator's ps) never sends one that kills it instead (exit 143).
+  ::prctl(PR_SET_NAME, "hull-pause");
   for (;;) ::pause();
 }
 

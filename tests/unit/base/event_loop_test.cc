@@ -21,6 +21,17 @@ std::unique_ptr<EventLoop> NewLoop() {
   return std::move(*loop);
 }
 
+// A condition no event reports (here the clock; in tests a file or /proc)
+// ends RunUntil soon after it holds, not at its deadline.
+TEST(EventLoopTest, RunUntilSeesAConditionNoEventReports) {
+  auto loop = NewLoop();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(
+      loop->RunUntil([&] { return std::chrono::steady_clock::now() - start >= milliseconds(50); },
+                     std::chrono::seconds(20)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
 TEST(EventLoopTest, WatchFdFiresOnReadable) {
   auto loop = NewLoop();
   auto pipe = MakePipe(O_NONBLOCK);
