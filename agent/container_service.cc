@@ -234,9 +234,11 @@ void ContainerService::Create(const ttrpc::CallContext&, pb::CreateContainerRequ
       .id = id, .bundle = dir, .pid_file = dir + "/init.pid", .stdio = c.init.stdio->ForRuntime()};
   const uint64_t gen = c.generation;
   // A raise whose container never came is undone (when the earlier value is
-  // known, as for UpdateContainer).
-  auto undo_raise = [this, raise, pod_max_before] {
-    if (raise && pod_max_before > 0 && !destroying_) SetPodMemoryMax(pod_max_before).IgnoreError();
+  // known, as for UpdateContainer, and nothing set another since).
+  auto undo_raise = [this, raise, pod_max, pod_max_before] {
+    if (raise && pod_max_before > 0 && pod_memory_max_ == pod_max && !destroying_) {
+      SetPodMemoryMax(pod_max_before).IgnoreError();
+    }
   };
   backend_->Create(create, [this, id, gen, pid_file = create.pid_file, context, undo_raise,
                             r = SharedResponder(std::move(r))](Status s) mutable {

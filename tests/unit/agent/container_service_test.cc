@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "hull/agent/v1/agent.pb.h"
 #include "tests/support/fake_backend.h"
@@ -316,6 +317,42 @@ TEST_F(ContainerServiceTest, CreateRaisesThePodsMemoryAndPutsItBackWhenItFails) 
   EXPECT_EQ(backend->count("Create"), 0u);
   EXPECT_EQ(service_->container_count(), 0u);
   EXPECT_FALSE(fs::exists(dir_ + "/state/d"));
+}
+
+// Two creates in flight: the one that fails after the other raised the pod
+// further leaves the pod at the other's value.
+TEST_F(ContainerServiceTest, AFailedCreateLeavesALaterRaise) {
+  std::vector<uint64_t> set;
+  pod_memory_hook_ = [&](uint64_t bytes) {
+    set.push_back(bytes);
+    return Status::Ok();
+  };
+  auto owned =
+      std::make_unique<shim::testing::FakeBackend>(*loop_, *reaper_, shim::RuntimeOptions{});
+  shim::testing::FakeBackend& backend = *owned;
+  MakeService(dir_ + "/no-such-crun", std::move(owned));
+  pb::CreateContainerRequest first = CreateRequest("a");
+  first.set_pod_memory_max_bytes(256u << 20);
+  ASSERT_EQ(CallCode("CreateContainer", first), Code::kOk);
+
+  backend.Hold("Create");
+  std::optional<Result<pb::CreateContainerResponse>> b_reply, c_reply;
+  for (auto [id, bytes, reply] :
+       {std::tuple{"b", 448u << 20, &b_reply}, std::tuple{"c", 512u << 20, &c_reply}}) {
+    pb::CreateContainerRequest req = CreateRequest(id);
+    req.set_pod_memory_max_bytes(bytes);
+    client_->CallUnary<pb::CreateContainerResponse>(
+        kService, "CreateContainer", req, ttrpc::CallOptions{.deadline = loop_->Now() + 5s},
+        [reply](Result<pb::CreateContainerResponse> r) { *reply = std::move(r); });
+  }
+  ASSERT_TRUE(loop_->RunUntil([&] { return backend.pending("Create") == 2; }, 5s));
+  ASSERT_TRUE(backend.Complete("Create", InternalError("b failed")));
+  ASSERT_TRUE(backend.Complete("Create"));
+  ASSERT_TRUE(loop_->RunUntil([&] { return b_reply && c_reply; }, 5s));
+  EXPECT_FALSE(b_reply->has_value());
+  EXPECT_TRUE(c_reply->has_value());
+  const std::vector<uint64_t> want = {256u << 20, 448u << 20, 512u << 20};
+  EXPECT_EQ(set, want);
 }
 
 }  // namespace
