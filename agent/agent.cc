@@ -94,42 +94,44 @@ int RunAgent(const AgentOptions& options) {
                                    .shutdown_grace = kShutdownGrace,
                                    .on_error = [](const Status& s) { Log(s.ToString()); },
                                });
-  bool powering_off = false;
-  // DestroySandbox has been answered, but its reply may still wait in the
-  // connection's buffer (the port refuses writes, EAGAIN, until the guest
-  // has seen the host attach): the server's shutdown closes the connection
-  // once its replies are written, and only then does the guest go down.
-  AgentService service(
-      **loop, AgentHooks{.power_off =
-                             [&] {
-                               Log("sandbox destroyed: flushing replies");
-                               server.Shutdown([&] {
-                                 powering_off = true;
-                                 (*loop)->Stop();
-                               });
-                             },
-                         .configure_network =
-                             [](const ::hull::agent::v1::Network& network) {
-                               auto start = std::chrono::steady_clock::now();
-                               Status s = ConfigureGuestNetwork(network);
-                               auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-                                             std::chrono::steady_clock::now() - start)
-                                             .count();
-                               Log("network: " + std::to_string(network.interfaces_size()) +
-                                   " interface(s), " + std::to_string(network.routes_size()) +
-                                   " route(s) in " + std::to_string(us) + " us" +
-                                   (s.ok() ? "" : ": " + s.ToString()));
-                               return s;
-                             },
-                         .refresh_from_host = RefreshFromHost,
-                         .set_pod_memory_max = SetPodMemoryMax});
-  service.Register(server);
   ContainerService containers(**loop, **reaper,
                               ContainerOptions{.runtime = options.runtime,
                                                .runtime_root = options.runtime_root,
                                                .state_dir = options.state_dir,
                                                .log = Log,
                                                .set_pod_memory_max = SetPodMemoryMax});
+  bool powering_off = false;
+  // DestroySandbox has been answered, but its reply may still wait in the
+  // connection's buffer (the port refuses writes, EAGAIN, until the guest
+  // has seen the host attach): the server's shutdown closes the connection
+  // once its replies are written, and only then does the guest go down.
+  AgentService service(
+      **loop,
+      AgentHooks{.power_off =
+                     [&] {
+                       Log("sandbox destroyed: flushing replies");
+                       server.Shutdown([&] {
+                         powering_off = true;
+                         (*loop)->Stop();
+                       });
+                     },
+                 .configure_network =
+                     [](const ::hull::agent::v1::Network& network) {
+                       auto start = std::chrono::steady_clock::now();
+                       Status s = ConfigureGuestNetwork(network);
+                       auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                     std::chrono::steady_clock::now() - start)
+                                     .count();
+                       Log("network: " + std::to_string(network.interfaces_size()) +
+                           " interface(s), " + std::to_string(network.routes_size()) +
+                           " route(s) in " + std::to_string(us) + " us" +
+                           (s.ok() ? "" : ": " + s.ToString()));
+                       return s;
+                     },
+                 .refresh_from_host = RefreshFromHost,
+                 .set_pod_memory_max =
+                     [&containers](uint64_t bytes) { return containers.SetPodMemoryMax(bytes); }});
+  service.Register(server);
   containers.Register(server);
 
   PortServer port_server(**loop, server, std::move(port));

@@ -64,6 +64,11 @@ class ContainerService {
 
   size_t container_count() const { return containers_.size(); }
 
+  // Sets the pod's containers' memory limit (options_.set_pod_memory_max)
+  // and remembers it, so a later raise knows what to put back. The one
+  // writer of that value: the agent's CreateSandbox calls it too.
+  Status SetPodMemoryMax(uint64_t bytes);
+
  private:
   struct Process {
     std::string exec_id;  // empty: the init
@@ -121,17 +126,14 @@ class ContainerService {
   void Log(const std::string& line) const {
     if (options_.log) options_.log(line);
   }
-  // options_.set_pod_memory_max, remembering what was set.
-  Status SetPodMemoryMax(uint64_t bytes);
-
   EventLoop& loop_;
   Reaper& reaper_;
   ContainerOptions options_;
   std::unique_ptr<runtime::Backend> backend_;
   uint64_t next_generation_ = 1;
   std::map<std::string, std::unique_ptr<Container>> containers_;
-  // The pod's containers' memory limit this service last set (UpdateContainer's
-  // pod_memory_max_bytes); 0: none yet.
+  // The pod's containers' memory limit last set (CreateSandbox's, then
+  // CreateContainer's and UpdateContainer's pod_memory_max_bytes); 0: none yet.
   uint64_t pod_memory_max_ = 0;
   // Containers whose OOM counter went up, with the count, for GetOOMEvent.
   std::deque<std::pair<std::string, uint64_t>> oom_events_;

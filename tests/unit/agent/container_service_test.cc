@@ -355,5 +355,32 @@ TEST_F(ContainerServiceTest, AFailedCreateLeavesALaterRaise) {
   EXPECT_EQ(set, want);
 }
 
+// The pod's value set at CreateSandbox (through SetPodMemoryMax, as the
+// agent wires it) is known to the first create: a create not above it
+// leaves it, and a first create that raises and fails puts it back.
+TEST_F(ContainerServiceTest, TheFirstCreateKnowsTheSandboxsPodMemory) {
+  std::vector<uint64_t> set;
+  pod_memory_hook_ = [&](uint64_t bytes) {
+    set.push_back(bytes);
+    return Status::Ok();
+  };
+  auto owned =
+      std::make_unique<shim::testing::FakeBackend>(*loop_, *reaper_, shim::RuntimeOptions{});
+  shim::testing::FakeBackend& backend = *owned;
+  backend.SetInitPid("b", 0);  // its runtime writes no pid: the create fails
+  MakeService(dir_ + "/no-such-crun", std::move(owned));
+  ASSERT_TRUE(service_->SetPodMemoryMax(384u << 20).ok());  // CreateSandbox's
+  auto create = [&](const std::string& id, uint64_t pod_max) {
+    pb::CreateContainerRequest req = CreateRequest(id);
+    req.set_pod_memory_max_bytes(pod_max);
+    return CallCode("CreateContainer", req);
+  };
+  EXPECT_NE(create("b", 512u << 20), Code::kOk);
+  EXPECT_EQ(create("a", 256u << 20), Code::kOk);  // not above 384 MiB: unchanged
+  EXPECT_EQ(backend.count("Create"), 2u);
+  const std::vector<uint64_t> want = {384u << 20, 512u << 20, 384u << 20};
+  EXPECT_EQ(set, want);
+}
+
 }  // namespace
 }  // namespace hull::agent
