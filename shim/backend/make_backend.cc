@@ -131,7 +131,7 @@ Result<std::string> RuntimeFeatures(const RuntimeOptions& options) {
 Status ForceDelete(const RuntimeOptions& options, const std::string& ns, const std::string& bundle,
                    const std::string& id) {
   // The VM (if this bundle recorded one) and its run directory.
-  if (IsVm(options)) return vm::CleanUpAfterShim(bundle);
+  if (IsVm(options)) return vm::CleanUpAfterShim(bundle, id);
   const oci_cli::Flavour& flavour = FlavourFor(options.binary_name);
   // The bundle may be gone already; then the runtime logs to stderr only.
   oci_cli::RuntimeConfig config =

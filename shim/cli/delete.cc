@@ -1,10 +1,12 @@
 #include "shim/cli/delete.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 
 #include "base/file_util.h"
 #include "containerd/task/v2/shim.pb.h"
@@ -46,12 +48,21 @@ ShimConfig LoadConfig(const DeleteRequest& req, const Logger& log) {
 
 // A server killed outright leaves its socket file behind. Remove it, but only
 // when nothing answers on it: a pod's shim serving other containers must keep
-// its socket.
+// its socket. The bundle is writable to a confined server (docs/security.md):
+// only a socket named as `start` names them is removed, never another file
+// an `address` names.
 void RemoveDeadSocket(const DeleteRequest& req, const Logger& log) {
   Result<std::string> address = ReadFile(req.bundle + "/address");
   if (!address) return;
   Result<std::string> path = SocketPath(*address);
   if (!path || CanConnect(*path)) return;
+  struct stat st;
+  if (::lstat(path->c_str(), &st) != 0) return;
+  if (!S_ISSOCK(st.st_mode) ||
+      !IsShimSocketName(std::filesystem::path(*path).filename().string())) {
+    log.Warn("delete {}: {} left: not a shim socket", req.cmd.id, *path);
+    return;
+  }
   if (::unlink(path->c_str()) != 0 && errno != ENOENT) {
     log.Warn("delete {}: remove socket {}: {}", req.cmd.id, *path, std::strerror(errno));
   }
@@ -70,7 +81,15 @@ Result<std::string> RunDelete(const DeleteRequest& req, const Logger& log) {
     Status deleted = req.force_delete(config.runtime, req.cmd.ns, req.bundle, req.cmd.id);
     if (!deleted.ok()) log.Warn("delete {}: {}", req.cmd.id, deleted.message());
   }
-  HULL_RETURN_IF_ERROR_CTX(UnmountAll(req.bundle + "/rootfs"), "delete " + req.cmd.id);
+  // Only the bundle's own rootfs directory: a symlink there (the bundle is
+  // writable to a confined server) could name any tree of the host.
+  const std::string rootfs = req.bundle + "/rootfs";
+  struct stat st;
+  if (::lstat(rootfs.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+    log.Warn("delete {}: {} left: not a directory", req.cmd.id, rootfs);
+  } else {
+    HULL_RETURN_IF_ERROR_CTX(UnmountAll(rootfs), "delete " + req.cmd.id);
+  }
   RemoveDeadSocket(req, log);
   // After the force-delete: the runtime has removed the container's own
   // cgroup, so the pod cgroup can be empty now.

@@ -1,5 +1,6 @@
 #include "shim/cli/socket_address.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "base/path.h"
@@ -21,6 +22,12 @@ std::string SocketAddress(std::string_view socket_dir, std::string_view containe
                           std::string_view ns, std::string_view group) {
   return "unix://" + std::string(socket_dir) + "/" +
          Sha256Hex(JoinPath({containerd_address, ns, group}));
+}
+
+bool IsShimSocketName(std::string_view name) {
+  return name.size() == 64 && std::all_of(name.begin(), name.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
 }
 
 Result<std::string> SocketPath(std::string_view address) {

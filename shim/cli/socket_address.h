@@ -23,6 +23,10 @@ std::string GroupingId(const std::map<std::string, std::string>& annotations,
 std::string SocketAddress(std::string_view socket_dir, std::string_view containerd_address,
                           std::string_view ns, std::string_view group);
 
+// `name` has the shape of SocketAddress's last component: 64 lowercase hex
+// digits.
+bool IsShimSocketName(std::string_view name);
+
 // The filesystem path of a "unix://" address. Other forms (containerd would
 // read a bare path as an abstract socket) are InvalidArgument.
 Result<std::string> SocketPath(std::string_view address);

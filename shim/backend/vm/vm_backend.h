@@ -191,8 +191,10 @@ class VmBackend final : public Backend {
 
 // The `delete` action after a shim died: kills the QEMU the record in
 // `bundle` names (if it is still that QEMU) and removes its run directory.
-// Blocking; best effort.
-Status CleanUpAfterShim(const std::string& bundle);
+// Blocking; best effort. The record is in the bundle, which a confined
+// server can write: a run directory other than `id`'s (<kRunRoot>/<id>) is
+// refused, so a forged record reaches no other pod's QEMU or files.
+Status CleanUpAfterShim(const std::string& bundle, const std::string& id);
 
 // The features document `-info` prints for the vm backend.
 std::string VmFeaturesJson(const RuntimeOptions& options);

@@ -668,7 +668,7 @@ void VmBackend::StopSandbox(Done done) {
 
 // ---- the `delete` action ----
 
-Status CleanUpAfterShim(const std::string& bundle) {
+Status CleanUpAfterShim(const std::string& bundle, const std::string& id) {
   const std::string path = bundle + "/" + std::string(kVmRecordFile);
   auto text = ReadFile(path);
   if (!text) return Status::Ok();  // no VM recorded here
@@ -680,6 +680,14 @@ Status CleanUpAfterShim(const std::string& bundle) {
   pid_t pid = record.value("qemu_pid", 0);
   std::string run_dir = record.value("run_dir", "");
   std::string netns = record.value("netns", "");
+  // Only this pod's run directory (the record may be forged, vm_backend.h).
+  const std::string own_run_dir = std::string(kRunRoot) + "/" + id;
+  if (!run_dir.empty() && (run_dir != own_run_dir || id.empty() || id == "." || id == ".." ||
+                           id.find('/') != std::string::npos)) {
+    ::unlink(path.c_str());
+    return InvalidArgumentError(path + ": run_dir " + run_dir + " is not " + id +
+                                "'s run directory");
+  }
   // Only that QEMU: its command line names the run directory (an exited
   // one, a zombie, has none). containerd runs `delete` as soon as a server's
   // connection closes, also after an orderly Shutdown while the server is
@@ -699,8 +707,14 @@ Status CleanUpAfterShim(const std::string& bundle) {
   }
   // The tap went with QEMU; eth0's redirection stays until removed.
   UnwirePodNetwork(netns).IgnoreError();
-  if (run_dir.rfind(std::string(kRunRoot) + "/", 0) == 0) {
-    UnmountAll(run_dir + "/share").IgnoreError();
+  if (!run_dir.empty()) {
+    // Its share directory only, never a tree a symlink there names.
+    struct stat st;
+    const std::string share = run_dir + "/share";
+    if (::lstat(run_dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+        ::lstat(share.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      UnmountAll(share).IgnoreError();
+    }
     std::error_code ec;
     std::filesystem::remove_all(run_dir, ec);
   }

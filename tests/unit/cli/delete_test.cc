@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -113,6 +118,42 @@ TEST_F(DeleteTest, NoPidFileMeansPidZero) {
   auto out = RunDelete(Request(), Logger::Null());
   ASSERT_TRUE(out.has_value());
   EXPECT_EQ(Decode(*out).pid(), 0u);
+}
+
+// The bundle is writable to a confined server: an `address` naming a file
+// that is not a shim socket leaves it, and a rootfs that is a symlink is
+// not followed to unmount what it names.
+TEST_F(DeleteTest, AForgedBundleRemovesAndUnmountsNothingElse) {
+  const fs::path victim = root_ / "victim";
+  fs::create_directories(victim / "m");
+  std::ofstream(victim / "file") << "keep";
+  std::ofstream(bundle_ / "address") << "unix://" << (victim / "file").string();
+  fs::remove(bundle_ / "rootfs");
+  fs::create_directory_symlink(victim, bundle_ / "rootfs");
+  const bool mounted = ::mount("tmpfs", (victim / "m").c_str(), "tmpfs", 0, nullptr) == 0;
+
+  auto out = RunDelete(Request(), Logger::Null());
+  ASSERT_TRUE(out.has_value()) << out.error().ToString();
+  EXPECT_TRUE(fs::exists(victim / "file"));
+  if (mounted) {
+    std::ifstream mountinfo("/proc/self/mountinfo");
+    std::string all((std::istreambuf_iterator<char>(mountinfo)), {});
+    EXPECT_NE(all.find(" " + (victim / "m").string() + " "), std::string::npos)
+        << "the tmpfs below the symlink's target was unmounted";
+    ::umount2((victim / "m").c_str(), MNT_DETACH);
+  }
+
+  // A dead shim socket named as `start` names them is removed.
+  const fs::path sock = root_ / std::string(64, 'a');
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, sock.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ::close(fd);  // never listened: nothing answers
+  std::ofstream(bundle_ / "address", std::ios::trunc) << "unix://" << sock.string();
+  ASSERT_TRUE(RunDelete(Request(), Logger::Null()).has_value());
+  EXPECT_FALSE(fs::exists(sock));
 }
 
 TEST_F(DeleteTest, BundleAlreadyGoneStillSucceeds) {
