@@ -82,6 +82,23 @@ Status CheckRuntimeCall(const SpawnPolicy& policy, const SpawnOptions& options) 
       return Refused(argv, "the bundle is not one of this namespace's");
     }
   }
+  // The files the runtime writes or reads as root for the server: only
+  // hull's own names, in one of the pod's bundles (a pid file elsewhere
+  // would have the runtime overwrite any file of the host).
+  for (const auto& [flag, suffix] :
+       {std::pair<std::string_view, std::string_view>{"--pid-file", ".pid"},
+        {"--internal-pid-file", ".pid.internal"},
+        {"--process", ".process.json"}}) {
+    const std::string* value = ValueOf(argv, prefix.size(), argv.size(), flag);
+    if (value == nullptr) continue;
+    const std::filesystem::path path(*value);
+    const std::string name = path.filename().string();
+    if (!path.is_absolute() || name.size() <= suffix.size() || !name.ends_with(suffix) ||
+        name.starts_with(".") || !IsPodBundle(policy, path.parent_path().string())) {
+      return Refused(argv, std::string(flag) + " is not a <name>" + std::string(suffix) +
+                               " in one of the pod's bundles");
+    }
+  }
   return Status::Ok();
 }
 

@@ -90,6 +90,34 @@ TEST_F(SpawnPolicyTest, TheBackendsOwnCallsPass) {
   EXPECT_TRUE(CheckSpawn(*policy_, logger).ok());
 }
 
+// The files a runtime writes or reads for the server: hull's names in one of
+// the pod's bundles only (runc writes a pid file as root wherever it is told).
+TEST_F(SpawnPolicyTest, PidAndProcessFilesOnlyInThePodsBundles) {
+  const ArgvBuilder c1 = Container("c1");
+  const std::string bundle = (bundles_ / "c1").string();
+  runtime::ExecRequest exec{.id = "c1",
+                            .exec_id = "e1",
+                            .process_json = bundle + "/e1.process.json",
+                            .pid_file = bundle + "/e1.pid"};
+  EXPECT_TRUE(Check(c1.Exec(exec)).ok()) << Check(c1.Exec(exec)).ToString();
+  const std::string link = (bundles_ / "link").string();
+  for (auto [process, pid] : {std::pair<std::string, std::string>{exec.process_json, "/etc/passwd"},
+                              {exec.process_json, "/etc/x.pid"},
+                              {exec.process_json, link + "/e1.pid"},
+                              {exec.process_json, bundle + "/config.json"},
+                              {exec.process_json, bundle + "/.pid"},
+                              {exec.process_json, "e1.pid"},
+                              {"/etc/shadow", exec.pid_file},
+                              {bundle + "/e1.json", exec.pid_file}}) {
+    runtime::ExecRequest bad = exec;
+    bad.process_json = process;
+    bad.pid_file = pid;
+    EXPECT_EQ(Check(c1.Exec(bad)).code(), Code::kPermissionDenied) << process << " " << pid;
+  }
+  Argv create = c1.Create({.id = "c1", .bundle = bundle, .pid_file = "/etc/passwd"});
+  EXPECT_EQ(Check(create).code(), Code::kPermissionDenied);
+}
+
 TEST_F(SpawnPolicyTest, EverythingElseIsRefused) {
   const ArgvBuilder c1 = Container("c1");
   const std::string bundle = (bundles_ / "c1").string();
