@@ -11,6 +11,7 @@
 #include "base/spawn.h"
 #include "oci/annotations.h"
 #include "shim/container_internal.h"
+#include "shim/mount/spawner_bundle_files.h"
 #include "shim/mount/spawner_mounts.h"
 
 namespace hull::shim {
@@ -335,7 +336,7 @@ void Container::DeleteExec(const std::string& exec_id, Reply<tv2::DeleteResponse
     r.set_pid(static_cast<uint32_t>(p->pid()));
     r.set_exit_status(p->exit_status());
     *r.mutable_exited_at() = p->exited_at();
-    ::unlink(ExecPath(exec_id, ".pid").c_str());
+    RemoveBundleFileVia(ctx_.reaper.spawner(), ExecPath(exec_id, ".pid")).IgnoreError();
     if (p->pid() > 0 && !p->exited()) backend_->ForgetExit(id_, exec_id, p->pid());
     exits_.Forget(p);
     execs_.erase(exec_id);

@@ -13,6 +13,7 @@
 #include "base/file_util.h"
 #include "shim/container.h"
 #include "shim/container_internal.h"
+#include "shim/mount/spawner_bundle_files.h"
 #include "shim/mount/spawner_mounts.h"
 
 namespace hull::shim {
@@ -130,7 +131,7 @@ class Container::ExecStartSteps {
     }
     Status can = CheckTransition(process->state(), ProcessState::kRunning);
     if (!can.ok()) return done_(can.WithContext(what_));
-    Status written = WriteFileAtomic(json_path_, process->spec_json(), 0600);
+    Status written = WriteBundleFileVia(c_.ctx_.reaper.spawner(), json_path_, process->spec_json());
     if (!written.ok()) return done_(written.WithContext(what_));
     // From here on every answer goes through Finish, which ends the start.
     c_.exits_.StartBegun(process);
@@ -178,12 +179,12 @@ class Container::ExecStartSteps {
     c_.events_.ExecStarted(c_.id_, exec_id_, *pid);
     c_.exits_.StartPublished(process);
     c_.WatchExit(process);
-    ::unlink(json_path_.c_str());
+    RemoveBundleFileVia(c_.ctx_.reaper.spawner(), json_path_).IgnoreError();
     done_(*pid);
   }
 
   void Finish(Status status) {
-    ::unlink(json_path_.c_str());
+    RemoveBundleFileVia(c_.ctx_.reaper.spawner(), json_path_).IgnoreError();
     if (auto found = c_.Find(exec_id_)) c_.exits_.StartFailed(*found, std::nullopt);
     done_(status.WithContext(what_));
   }

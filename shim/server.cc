@@ -27,6 +27,7 @@
 #include "shim/cli/start.h"
 #include "shim/config/config.h"
 #include "shim/config/server_config.h"
+#include "shim/mount/spawner_bundle_files.h"
 #include "shim/mount/spawner_mounts.h"
 #include "shim/pod/pod.h"
 #include "shim/pod/pod_cgroup.h"
@@ -118,17 +119,19 @@ Result<HostView> ServerHostView(const ShimConfig& config, const std::string& ns,
 Result<std::unique_ptr<SpawnerClient>> StartConfined(const ShimConfig& config,
                                                      const std::string& ns, Logger& log) {
   const std::vector<std::string> bundles = BundleDirs(WorkingDirectory());
-  std::vector<SpawnerEntry> entries(stdio::kLogFileSpawnerEntry + 1);
+  const std::string sandbox_bundle =
+      WorkingDirectory() + "/" + std::string(runtime::oci_cli::kSandboxBundleDir);
+  std::vector<SpawnerEntry> entries(kBundleFileSpawnerEntry + 1);
   entries[kPauseSpawnerEntry] = PauseSpawnerEntry();
   std::vector<SpawnerEntry> mounts = MountSpawnerEntries(bundles);
   entries[kMountSpawnerEntry] = std::move(mounts[0]);
   entries[kUnmountSpawnerEntry] = std::move(mounts[1]);
   entries[kFollowCgroupSpawnerEntry] = FollowCgroupSpawnerEntry();
   entries[stdio::kLogFileSpawnerEntry] = stdio::LogFileSpawnerEntry();
+  entries[kBundleFileSpawnerEntry] = BundleFileSpawnerEntry(bundles, sandbox_bundle);
   HULL_ASSIGN_OR_RETURN(HostView host_view, ServerHostView(config, ns, bundles));
   SpawnPolicy policy = MakeSpawnPolicy(config, ns, bundles, SelfExecutable());
-  policy.sandbox_bundle =
-      WorkingDirectory() + "/" + std::string(runtime::oci_cli::kSandboxBundleDir);
+  policy.sandbox_bundle = sandbox_bundle;
   // A VM pod's network and share entries only for a vm server: another
   // pod's server has no tap to make and no share to mount ("no such entry").
   if (IsVm(config.runtime)) {

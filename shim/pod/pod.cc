@@ -181,7 +181,7 @@ Status Pod::JoinPodCgroup(const std::string& id, const std::string& bundle, cons
     // so that whichever `delete` runs last after a crash removes the pod
     // cgroup hull created (the pause container's may run first).
     if (placement_ && placement_->created_pod) {
-      Status written = WritePodCgroupFile(bundle, *placement_);
+      Status written = WritePodCgroupFile(bundle, *placement_, ctx_.reaper.spawner());
       if (!written.ok()) ctx_.log.Warn("create {}: {}", id, written.ToString());
     }
     return Status::Ok();
@@ -218,7 +218,7 @@ Status Pod::JoinPodCgroup(const std::string& id, const std::string& bundle, cons
     }
   }
   // `delete` cleans up from it if this server is killed.
-  Status written = WritePodCgroupFile(bundle, setup->placement);
+  Status written = WritePodCgroupFile(bundle, setup->placement, ctx_.reaper.spawner());
   if (!written.ok()) {
     undo();
     return written;

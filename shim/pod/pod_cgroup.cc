@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
+#include "shim/mount/spawner_bundle_files.h"
 
 namespace hull::shim {
 namespace {
@@ -168,13 +169,14 @@ Status RemoveLeftPodCgroups(const PodCgroupPlacement& placement, const fs::path&
   return Status::Ok();
 }
 
-Status WritePodCgroupFile(const std::string& bundle, const PodCgroupPlacement& placement) {
+Status WritePodCgroupFile(const std::string& bundle, const PodCgroupPlacement& placement,
+                          SpawnerClient* spawner) {
   nlohmann::ordered_json j;
   j["pod"] = placement.pod;
   j["created_pod"] = placement.created_pod;
   j["shim_leaf"] = placement.shim_leaf;
   j["origin"] = placement.origin;
-  return WriteFileAtomic(bundle + "/" + std::string(kPodCgroupFile), j.dump(2) + "\n", 0644);
+  return WriteBundleFileVia(spawner, bundle + "/" + std::string(kPodCgroupFile), j.dump(2) + "\n");
 }
 
 Result<PodCgroupPlacement> ReadPodCgroupFile(const std::string& path) {

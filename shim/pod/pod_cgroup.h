@@ -101,9 +101,11 @@ Status RemovePlacementCgroups(const PodCgroupPlacement& placement,
 Status RemoveLeftPodCgroups(const PodCgroupPlacement& placement,
                             const std::filesystem::path& cgroupfs);
 
-// <bundle>/hull-pod-cgroup.json, written atomically; read back (NotFound
-// when absent, InvalidArgument when malformed).
-Status WritePodCgroupFile(const std::string& bundle, const PodCgroupPlacement& placement);
+// <bundle>/hull-pod-cgroup.json, written atomically (by `spawner` when
+// given: a confined server's); read back (NotFound when absent,
+// InvalidArgument when malformed).
+Status WritePodCgroupFile(const std::string& bundle, const PodCgroupPlacement& placement,
+                          SpawnerClient* spawner = nullptr);
 Result<PodCgroupPlacement> ReadPodCgroupFile(const std::string& path);
 
 }  // namespace hull::shim

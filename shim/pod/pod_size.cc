@@ -4,6 +4,7 @@
 
 #include "base/file_util.h"
 #include "oci/annotations.h"
+#include "shim/mount/spawner_bundle_files.h"
 
 namespace hull::shim {
 
@@ -37,8 +38,9 @@ std::string PodSizeJson(const oci::PodSize& size) {
   return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
-Status WritePodSizeFile(const std::string& bundle, const oci::PodSize& size) {
-  return WriteFileAtomic(bundle + "/" + std::string(kPodSizeFile), PodSizeJson(size), 0644);
+Status WritePodSizeFile(const std::string& bundle, const oci::PodSize& size,
+                        SpawnerClient* spawner) {
+  return WriteBundleFileVia(spawner, bundle + "/" + std::string(kPodSizeFile), PodSizeJson(size));
 }
 
 Result<oci::PodSize> ReadPodSizeFile(const std::string& path) {

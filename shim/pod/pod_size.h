@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "base/logging.h"
+#include "base/spawner.h"
 #include "base/status.h"
 #include "oci/sizing.h"
 
@@ -25,8 +26,10 @@ bool IsSandboxContainer(const std::map<std::string, std::string>& annotations);
 // The record's JSON text (an object, one key per line).
 std::string PodSizeJson(const oci::PodSize& size);
 
-// <bundle>/hull-pod-size.json, written atomically (mode 0644).
-Status WritePodSizeFile(const std::string& bundle, const oci::PodSize& size);
+// <bundle>/hull-pod-size.json, written atomically (mode 0644; by `spawner`
+// when given: a confined server's).
+Status WritePodSizeFile(const std::string& bundle, const oci::PodSize& size,
+                        SpawnerClient* spawner = nullptr);
 
 // Reads a record WritePodSizeFile wrote back: NotFound when absent,
 // InvalidArgument when malformed.

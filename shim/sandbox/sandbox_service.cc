@@ -204,7 +204,7 @@ void SandboxService::Create(const sb::CreateSandboxRequest& r,
     oci::PodSize size = oci::SizeFromPodSandboxConfig(*pod_config, config->sizing.policy);
     ctx_.log.Info("{}: pod size {}", what, size.ToString());
     for (const std::string& warning : size.warnings) ctx_.log.Warn("{}: {}", what, warning);
-    HULL_ANSWER_IF_ERROR(WritePodSizeFile(r.bundle_path(), size), done);
+    HULL_ANSWER_IF_ERROR(WritePodSizeFile(r.bundle_path(), size, ctx_.reaper.spawner()), done);
   }
 
   // hull's pause process applies no seccomp profile, so the spec asks for

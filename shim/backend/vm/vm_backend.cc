@@ -12,6 +12,7 @@
 
 #include "base/file_util.h"
 #include "google/protobuf/any.pb.h"
+#include "shim/mount/spawner_bundle_files.h"
 
 namespace hull::shim::vm {
 
@@ -160,7 +161,8 @@ void VmBackend::Create(const CreateRequest& req, Done done) {
           return fail(InternalError("malformed agent answer: CreateContainer gave pid " +
                                     std::to_string(r->pid())));
         }
-        Status written = WriteFileAtomic(req.pid_file, std::to_string(r->pid()));
+        Status written =
+            WriteBundleFileVia(reaper_.spawner(), req.pid_file, std::to_string(r->pid()));
         if (!written.ok()) return fail(written);
         containers_[req.id].init_pid = static_cast<pid_t>(r->pid());
         containers_[req.id].stdio[""]->Start();
@@ -202,7 +204,8 @@ void VmBackend::Exec(const ExecRequest& req, Done done) {
           stdio.erase(req.exec_id);
           return done(InternalError("malformed agent answer: ExecProcess gave pid 0"));
         }
-        Status written = WriteFileAtomic(req.pid_file, std::to_string(r->pid()));
+        Status written =
+            WriteBundleFileVia(reaper_.spawner(), req.pid_file, std::to_string(r->pid()));
         if (!written.ok()) return done(written);
         if (auto it = stdio.find(req.exec_id); it != stdio.end()) it->second->Start();
         done(Status::Ok());

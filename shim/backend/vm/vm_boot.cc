@@ -20,6 +20,7 @@
 #include "shim/backend/vm/vm_backend_internal.h"
 #include "shim/backend/vm/vm_spawner.h"
 #include "shim/mount/mount.h"
+#include "shim/mount/spawner_bundle_files.h"
 #include "ttrpc/unix_socket_internal.h"
 
 namespace hull::shim::vm {
@@ -238,7 +239,8 @@ void VmBackend::StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> c
     if (!alive.expired()) OnQemuExit(wait_status);
   });
   nlohmann::json record = {{"qemu_pid", qemu_pid_}, {"run_dir", run_dir_}, {"netns", netns_path_}};
-  Status recorded = WriteFileAtomic(bundle_ + "/" + std::string(kVmRecordFile), record.dump());
+  Status recorded = WriteBundleFileVia(reaper_.spawner(),
+                                       bundle_ + "/" + std::string(kVmRecordFile), record.dump());
   if (!recorded.ok()) return FailBoot(boot, recorded);
 
   boot->started = EventLoop::Clock::now();
@@ -413,7 +415,9 @@ void VmBackend::SayHello(std::shared_ptr<Boot> boot) {
             {"guest_vcpus", r->vcpus()},
             {"guest_memory_bytes", r->memory_bytes()},
             {"guest_kernel", r->kernel_release()}};
-        WriteFileAtomic(bundle_ + "/" + std::string(kVmRecordFile), record.dump()).IgnoreError();
+        WriteBundleFileVia(reaper_.spawner(), bundle_ + "/" + std::string(kVmRecordFile),
+                           record.dump())
+            .IgnoreError();
         log_.Info(
             "pod {}: hull-agent {} ready after {} ms ({}): {} vCPUs, MemTotal {} KiB, "
             "kernel {}",
@@ -578,7 +582,10 @@ void VmBackend::CleanUp() {
   }
   std::error_code ec;
   std::filesystem::remove_all(run_dir_, ec);
-  if (!bundle_.empty()) ::unlink((bundle_ + "/" + std::string(kVmRecordFile)).c_str());
+  if (!bundle_.empty()) {
+    RemoveBundleFileVia(reaper_.spawner(), bundle_ + "/" + std::string(kVmRecordFile))
+        .IgnoreError();
+  }
 }
 
 void VmBackend::TeardownSandbox(Done done) {

@@ -1,0 +1,152 @@
+#include "shim/mount/spawner_bundle_files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <filesystem>
+
+#include "base/file_util.h"
+#include "base/spawner_wire.h"
+#include "base/unique_fd.h"
+#include "shim/backend/vm/vm_backend.h"
+#include "shim/mount/spawner_mounts.h"
+#include "shim/pod/pod_cgroup.h"
+#include "shim/pod/pod_size.h"
+
+namespace hull::shim {
+namespace {
+
+namespace fs = std::filesystem;
+using spawner_wire::Reader;
+using spawner_wire::Writer;
+
+constexpr uint8_t kWrite = 'w';
+constexpr uint8_t kRemove = 'r';
+
+int ModeOf(std::string_view name) {
+  return name.ends_with(".process.json") ? 0600 : 0644;
+}
+
+// The bundle directory of `path`, opened without following a symlink, once
+// it is one of the pod's bundles where it really is (checked again through
+// the descriptor: the server may have swapped it in between).
+Result<UniqueFd> OpenBundleOf(const std::vector<std::string>& bundles,
+                              const std::string& sandbox_bundle, const fs::path& path) {
+  const fs::path dir = path.parent_path();
+  auto refused = [&] {
+    return PermissionDeniedError("bundle file " + path.string() +
+                                 " refused: not in one of the pod's bundles");
+  };
+  auto is_pod_bundle = [&](const std::string& real) {
+    if (InBundleDirs(bundles, real, "")) return true;
+    std::error_code ec;
+    return !sandbox_bundle.empty() && fs::canonical(sandbox_bundle, ec) == fs::path(real) && !ec;
+  };
+  if (!path.is_absolute() || !is_pod_bundle(dir.string())) return refused();
+  UniqueFd fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return ErrnoError("open", dir.string());
+  char real[PATH_MAX];
+  const std::string via = "/proc/self/fd/" + std::to_string(fd.get());
+  ssize_t n = ::readlink(via.c_str(), real, sizeof real - 1);
+  if (n <= 0) return ErrnoError("readlink", via);
+  if (!is_pod_bundle(std::string(real, static_cast<size_t>(n)))) return refused();
+  return fd;
+}
+
+Result<pid_t> BundleFileEntry(const std::vector<std::string>& bundles,
+                              const std::string& sandbox_bundle, std::string_view payload) {
+  Reader r(payload);
+  uint8_t op = 0;
+  std::string path, content;
+  if (!r.U8(op) || !r.Str(path) || (op == kWrite && !r.Str(content)) || !r.done() ||
+      (op != kWrite && op != kRemove)) {
+    return InvalidArgumentError("bundle-file: malformed spawner request");
+  }
+  const fs::path p(path);
+  const std::string name = p.filename().string();
+  if (!IsHullBundleFile(name)) {
+    return PermissionDeniedError("bundle file " + path + " refused: not a file hull keeps there");
+  }
+  HULL_ASSIGN_OR_RETURN(UniqueFd dir, OpenBundleOf(bundles, sandbox_bundle, p));
+  // O_PATH descriptors do not serve *at calls that write; reopen the
+  // directory itself through it.
+  UniqueFd at(::openat(dir.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!at) return ErrnoError("open", p.parent_path().string());
+  if (op == kRemove) {
+    if (::unlinkat(at.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+      return ErrnoError("remove", path);
+    }
+    return 0;
+  }
+  const std::string tmp = "." + name + ".tmp";
+  ::unlinkat(at.get(), tmp.c_str(), 0);
+  UniqueFd fd(::openat(at.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                       ModeOf(name)));
+  if (!fd) return ErrnoError("create", p.parent_path().string() + "/" + tmp);
+  size_t off = 0;
+  while (off < content.size()) {
+    ssize_t n = ::write(fd.get(), content.data() + off, content.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status s = ErrnoError("write", path);
+      ::unlinkat(at.get(), tmp.c_str(), 0);
+      return s;
+    }
+    off += static_cast<size_t>(n);
+  }
+  fd.reset();
+  if (::renameat(at.get(), tmp.c_str(), at.get(), name.c_str()) != 0) {
+    Status s = ErrnoError("rename", path);
+    ::unlinkat(at.get(), tmp.c_str(), 0);
+    return s;
+  }
+  return 0;
+}
+
+}  // namespace
+
+bool IsHullBundleFile(std::string_view name) {
+  if (name == vm::kVmRecordFile || name == kPodSizeFile || name == kPodCgroupFile) return true;
+  if (name.empty() || name[0] == '.' || name.find('/') != std::string_view::npos) return false;
+  for (std::string_view suffix : {std::string_view(".pid"), std::string_view(".process.json")}) {
+    if (name.size() > suffix.size() && name.ends_with(suffix)) return true;
+  }
+  return false;
+}
+
+SpawnerEntry BundleFileSpawnerEntry(std::vector<std::string> bundles, std::string sandbox_bundle) {
+  return SpawnerEntry{
+      .name = "bundle-file",
+      .run = [bundles = std::move(bundles), sandbox_bundle = std::move(sandbox_bundle)](
+                 std::string_view payload, std::vector<UniqueFd>&) {
+        return BundleFileEntry(bundles, sandbox_bundle, payload);
+      }};
+}
+
+Status WriteBundleFileVia(SpawnerClient* spawner, const std::string& path,
+                          std::string_view content) {
+  const std::string name = fs::path(path).filename().string();
+  if (spawner == nullptr) return WriteFileAtomic(path, content, ModeOf(name));
+  Writer w;
+  w.U8(kWrite);
+  w.Str(path);
+  w.Str(content);
+  Result<pid_t> done = spawner->Run(kBundleFileSpawnerEntry, w.Take(), {});
+  return done ? Status::Ok() : done.error();
+}
+
+Status RemoveBundleFileVia(SpawnerClient* spawner, const std::string& path) {
+  if (spawner == nullptr) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoError("remove", path);
+    return Status::Ok();
+  }
+  Writer w;
+  w.U8(kRemove);
+  w.Str(path);
+  Result<pid_t> done = spawner->Run(kBundleFileSpawnerEntry, w.Take(), {});
+  return done ? Status::Ok() : done.error();
+}
+
+}  // namespace hull::shim

@@ -1,0 +1,126 @@
+// hull's files in its pod's bundles, written and removed by a real spawner
+// (shim/mount/spawner_bundle_files.h), as a confined server has them: only
+// hull's names, directly in one of the pod's bundles, never through a
+// symlink; everything else refused and nothing written.
+
+#include "shim/mount/spawner_bundle_files.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "base/file_util.h"
+#include "base/spawner_wire.h"
+#include "tests/support/privileged.h"
+#include "tests/support/temp_dir.h"
+
+namespace hull::shim {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SpawnerBundleFilesTest : public ::testing::Test {
+ protected:
+  hull::testing::TempDir tmp_{"hull-bundle-files"};
+  void SetUp() override {
+    ASSERT_TRUE(tmp_.ok());
+    root_ = fs::canonical(tmp_.path());
+    bundles_ = root_ / "ns";
+    fs::create_directories(bundles_ / "c1");
+    fs::create_directories(root_ / "server" / "hull-sandbox");
+    fs::create_directories(root_ / "elsewhere");
+    fs::create_directory_symlink(root_ / "elsewhere", bundles_ / "link");
+    std::vector<SpawnerEntry> entries(kBundleFileSpawnerEntry + 1);
+    entries[kBundleFileSpawnerEntry] =
+        BundleFileSpawnerEntry({bundles_.string()}, (root_ / "server" / "hull-sandbox").string());
+    auto spawner = SpawnerClient::Start(std::move(entries));
+    ASSERT_TRUE(spawner.has_value()) << spawner.error().ToString();
+    spawner_ = std::move(*spawner);
+  }
+  void TearDown() override { hull::testing::StopSpawner(spawner_); }
+
+  static int Mode(const fs::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 07777) : -1;
+  }
+
+  fs::path root_, bundles_;
+  std::unique_ptr<SpawnerClient> spawner_;
+};
+
+TEST_F(SpawnerBundleFilesTest, WritesAndRemovesHullsFilesInThePodsBundles) {
+  const fs::path c1 = bundles_ / "c1";
+  for (const std::string name : {"hull-vm.json", "hull-pod-size.json", "hull-pod-cgroup.json",
+                                 "init.pid", "e1.pid", "e1.process.json"}) {
+    Status s = WriteBundleFileVia(spawner_.get(), (c1 / name).string(), "{\"n\":1}");
+    ASSERT_TRUE(s.ok()) << name << ": " << s.ToString();
+    EXPECT_EQ(*ReadFile((c1 / name).string()), "{\"n\":1}") << name;
+    EXPECT_EQ(Mode(c1 / name), name.ends_with(".process.json") ? 0600 : 0644) << name;
+  }
+  // Written again: replaced, not appended.
+  ASSERT_TRUE(WriteBundleFileVia(spawner_.get(), (c1 / "init.pid").string(), "42").ok());
+  EXPECT_EQ(*ReadFile((c1 / "init.pid").string()), "42");
+  // The Sandbox API pod's own bundle counts.
+  const fs::path sandbox = root_ / "server" / "hull-sandbox" / "init.pid";
+  ASSERT_TRUE(WriteBundleFileVia(spawner_.get(), sandbox.string(), "7").ok());
+  EXPECT_EQ(*ReadFile(sandbox.string()), "7");
+
+  ASSERT_TRUE(RemoveBundleFileVia(spawner_.get(), (c1 / "e1.pid").string()).ok());
+  EXPECT_FALSE(fs::exists(c1 / "e1.pid"));
+  EXPECT_TRUE(RemoveBundleFileVia(spawner_.get(), (c1 / "e1.pid").string()).ok());  // gone: fine
+  // No temporary file is left.
+  for (const auto& entry : fs::directory_iterator(c1)) {
+    EXPECT_NE(entry.path().filename().string()[0], '.') << entry.path();
+  }
+}
+
+TEST_F(SpawnerBundleFilesTest, RefusesEveryOtherFile) {
+  const fs::path c1 = bundles_ / "c1";
+  std::ofstream(c1 / "config.json") << "{}";
+  const std::vector<std::string> refused = {
+      (c1 / "config.json").string(),                // containerd's spec
+      (c1 / "address").string(),                    // containerd reads it
+      (c1 / "hull-config.toml").string(),           // `start`'s, `delete` reads it
+      (c1 / "log.json").string(),                   // the runtime's
+      (c1 / ".pid").string(),                       // hidden
+      (c1 / "rootfs").string(),                     //
+      (bundles_ / "link" / "init.pid").string(),    // a bundle that is a symlink
+      (root_ / "elsewhere" / "init.pid").string(),  // not a bundle
+      (bundles_ / "init.pid").string(),             // the bundle directory itself
+      (c1 / "sub" / "init.pid").string(),           // below a bundle
+      "init.pid",                                   // relative
+  };
+  for (const std::string& path : refused) {
+    Status s = WriteBundleFileVia(spawner_.get(), path, "x");
+    EXPECT_FALSE(s.ok()) << path;
+    EXPECT_NE(s.code(), Code::kOk) << path;
+    Status r = RemoveBundleFileVia(spawner_.get(), path);
+    EXPECT_FALSE(r.ok()) << path;
+  }
+  EXPECT_EQ(*ReadFile((c1 / "config.json").string()), "{}");
+  EXPECT_FALSE(fs::exists(root_ / "elsewhere" / "init.pid"));
+  EXPECT_FALSE(fs::exists(bundles_ / "init.pid"));
+
+  // A malformed request.
+  Result<pid_t> bad = spawner_->Run(kBundleFileSpawnerEntry, "w", {});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code(), Code::kInvalidArgument);
+}
+
+TEST(IsHullBundleFileTest, OnlyHullsNames) {
+  for (std::string_view name : {"hull-vm.json", "hull-pod-size.json", "hull-pod-cgroup.json",
+                                "init.pid", "exec-1.pid", "exec-1.process.json"}) {
+    EXPECT_TRUE(IsHullBundleFile(name)) << name;
+  }
+  for (std::string_view name : {"config.json", "address", "hull-config.toml", "log.json", ".pid",
+                                ".process.json", "pid", "a/b.pid", "", "x.pid.internal"}) {
+    EXPECT_FALSE(IsHullBundleFile(name)) << name;
+  }
+}
+
+}  // namespace
+}  // namespace hull::shim
