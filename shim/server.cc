@@ -21,6 +21,7 @@
 #include "base/logging.h"
 #include "base/reaper.h"
 #include "base/spawner.h"
+#include "runtime/oci_cli/flavour.h"
 #include "runtime/oci_cli/sandbox_bundle.h"
 #include "shim/backend/make_backend.h"
 #include "shim/backend/vm/vm_spawner.h"
@@ -81,12 +82,16 @@ std::string BundleId(const std::string& bundle) {
 constexpr char kServerTmpDir[] = "/run/hull/tmp";
 
 // What a confined server still writes (docs/security.md, "The server's view
-// of the host"): its pod's bundles, hull's run directory (VM pods, the
-// template cache, its temporary files), the cgroups, /proc (its children's
-// OOM scores) but for the sysctls and sysrq, and a runtime root where the
-// server itself removes the runtime's leftovers. Made when missing.
+// of the host"): hull's run directory (VM pods, the template cache, its
+// temporary files), the cgroups, /proc (its children's OOM scores) but for
+// the sysctls and sysrq, a runtime root where the server itself removes the
+// runtime's leftovers, and for runsc its own bundle's hull-sandbox (a
+// Sandbox API pod's sandbox bundle). Made when missing. Not its pod's
+// bundles: their specs are containerd's, and hull's files there are written
+// by the spawner (spawner_bundle_files.h).
 Result<HostView> ServerHostView(const ShimConfig& config, const std::string& ns,
-                                const std::vector<std::string>& bundles) {
+                                const std::vector<std::string>& bundles,
+                                const std::string& sandbox_bundle) {
   HostView view{.writable = {"/proc", "/sys/fs/cgroup", "/run/hull"},
                 .read_only = {"/proc/sys", "/proc/sysrq-trigger"}};
   for (std::string& root : RuntimeTreesTheServerWrites(config.runtime, ns)) {
@@ -102,8 +107,14 @@ Result<HostView> ServerHostView(const ShimConfig& config, const std::string& ns,
     if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST && errno != ENOENT) {
       return ErrnoError("mkdir", dir);
     }
-    struct stat st;
-    if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) view.writable.push_back(dir);
+  }
+  if (!IsVm(config.runtime) &&
+      runtime::oci_cli::FlavourFor(config.runtime.binary_name).sandbox_process) {
+    // 0711: runsc's sandbox, without capabilities, must reach its root.
+    if (::mkdir(sandbox_bundle.c_str(), 0711) != 0 && errno != EEXIST) {
+      return ErrnoError("mkdir", sandbox_bundle);
+    }
+    view.writable.push_back(sandbox_bundle);
   }
   return view;
 }
@@ -129,7 +140,7 @@ Result<std::unique_ptr<SpawnerClient>> StartConfined(const ShimConfig& config,
   entries[kFollowCgroupSpawnerEntry] = FollowCgroupSpawnerEntry();
   entries[stdio::kLogFileSpawnerEntry] = stdio::LogFileSpawnerEntry();
   entries[kBundleFileSpawnerEntry] = BundleFileSpawnerEntry(bundles, sandbox_bundle);
-  HULL_ASSIGN_OR_RETURN(HostView host_view, ServerHostView(config, ns, bundles));
+  HULL_ASSIGN_OR_RETURN(HostView host_view, ServerHostView(config, ns, bundles, sandbox_bundle));
   SpawnPolicy policy = MakeSpawnPolicy(config, ns, bundles, SelfExecutable());
   policy.sandbox_bundle = sandbox_bundle;
   // A VM pod's network and share entries only for a vm server: another

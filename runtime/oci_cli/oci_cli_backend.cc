@@ -235,8 +235,10 @@ void OciCliBackend::CreateFrom(CreateStep step, std::shared_ptr<PendingStart> he
     }
     case CreateStep::kFitSpec: {
       if (!spec_version_max_->empty()) {
-        Status fit = FitBundleSpecVersion(held->req.bundle + "/config.json", *spec_version_max_,
-                                          argv_.flavour().name, nullptr);
+        const std::string config_json = held->req.bundle + "/config.json";
+        Status fit = fit_spec_ ? fit_spec_(config_json, *spec_version_max_, argv_.flavour().name)
+                               : FitBundleSpecVersion(config_json, *spec_version_max_,
+                                                      argv_.flavour().name, nullptr);
         if (!fit.ok()) return PostDone(std::move(done), fit.WithContext("create " + id));
       }
       return CreateFrom(CreateStep::kRuntimeCreate, std::move(held), std::move(done));

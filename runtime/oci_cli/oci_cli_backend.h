@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,6 +42,14 @@ class OciCliBackend final : public Backend {
   // its own bundle.
   OciCliBackend(EventLoop& loop, Reaper& reaper, ArgvBuilder argv);
   ~OciCliBackend() override;
+
+  // Fits a bundle's config.json to the runtime's runtime-spec version
+  // (`runtime_max`): FitBundleSpecVersion in this process unless set. A
+  // confined server sets its spawner's, since its bundles are not its to
+  // write.
+  using FitSpec = std::function<Status(const std::string& config_json, std::string_view runtime_max,
+                                       std::string_view runtime)>;
+  void set_fit_spec(FitSpec fit) { fit_spec_ = std::move(fit); }
 
   // Nothing to prepare or tear down when the pause container is the sandbox.
   // For the Sandbox API (`req.spec` set) a runtime with a sandbox process
@@ -220,6 +229,7 @@ class OciCliBackend final : public Backend {
   // The newest runtime-spec version the runtime takes, once probed; ""
   // when the runtime could not say (the spec then goes as it is).
   std::optional<std::string> spec_version_max_;
+  FitSpec fit_spec_;
   bool destroying_ = false;
 };
 

@@ -13,6 +13,7 @@
 #include "runtime/oci_cli/run_blocking.h"
 #include "runtime/oci_cli/runtime_error.h"
 #include "shim/backend/vm/vm_backend.h"
+#include "shim/mount/spawner_bundle_files.h"
 
 namespace hull::shim {
 namespace {
@@ -82,8 +83,14 @@ Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
         std::make_unique<vm::VmBackend>(loop, reaper, options, SelfExe(), log));
   }
   HULL_ASSIGN_OR_RETURN(ArgvBuilder argv, PodArgvBuilder(options, ns));
-  return std::unique_ptr<Backend>(
-      std::make_unique<oci_cli::OciCliBackend>(loop, reaper, std::move(argv)));
+  auto backend = std::make_unique<oci_cli::OciCliBackend>(loop, reaper, std::move(argv));
+  if (SpawnerClient* spawner = reaper.spawner()) {
+    backend->set_fit_spec([spawner](const std::string& config_json, std::string_view runtime_max,
+                                    std::string_view runtime) {
+      return FitBundleSpecVia(spawner, config_json, runtime_max, runtime);
+    });
+  }
+  return std::unique_ptr<Backend>(std::move(backend));
 }
 
 Result<ArgvBuilder> PodArgvBuilder(const RuntimeOptions& options, const std::string& ns) {

@@ -10,6 +10,7 @@
 #include "base/file_util.h"
 #include "base/spawner_wire.h"
 #include "base/unique_fd.h"
+#include "runtime/oci_cli/spec_version.h"
 #include "shim/backend/vm/vm_backend.h"
 #include "shim/mount/spawner_mounts.h"
 #include "shim/pod/pod_cgroup.h"
@@ -24,6 +25,7 @@ using spawner_wire::Writer;
 
 constexpr uint8_t kWrite = 'w';
 constexpr uint8_t kRemove = 'r';
+constexpr uint8_t kFitSpec = 'f';
 
 int ModeOf(std::string_view name) {
   return name.ends_with(".process.json") ? 0600 : 0644;
@@ -59,17 +61,25 @@ Result<pid_t> BundleFileEntry(const std::vector<std::string>& bundles,
                               const std::string& sandbox_bundle, std::string_view payload) {
   Reader r(payload);
   uint8_t op = 0;
-  std::string path, content;
-  if (!r.U8(op) || !r.Str(path) || (op == kWrite && !r.Str(content)) || !r.done() ||
-      (op != kWrite && op != kRemove)) {
+  std::string path, content, runtime;
+  if (!r.U8(op) || !r.Str(path) || ((op == kWrite || op == kFitSpec) && !r.Str(content)) ||
+      (op == kFitSpec && !r.Str(runtime)) || !r.done() ||
+      (op != kWrite && op != kRemove && op != kFitSpec)) {
     return InvalidArgumentError("bundle-file: malformed spawner request");
   }
   const fs::path p(path);
   const std::string name = p.filename().string();
-  if (!IsHullBundleFile(name)) {
+  if (op == kFitSpec ? name != "config.json" : !IsHullBundleFile(name)) {
     return PermissionDeniedError("bundle file " + path + " refused: not a file hull keeps there");
   }
   HULL_ASSIGN_OR_RETURN(UniqueFd dir, OpenBundleOf(bundles, sandbox_bundle, p));
+  if (op == kFitSpec) {
+    // Through the directory checked: its config.json, however it was named.
+    return runtime::oci_cli::FitBundleSpecVersion(
+               "/proc/self/fd/" + std::to_string(dir.get()) + "/config.json", content, runtime,
+               nullptr)
+        .WithContext("fit " + path);
+  }
   // O_PATH descriptors do not serve *at calls that write; reopen the
   // directory itself through it.
   UniqueFd at(::openat(dir.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -133,6 +143,20 @@ Status WriteBundleFileVia(SpawnerClient* spawner, const std::string& path,
   w.U8(kWrite);
   w.Str(path);
   w.Str(content);
+  Result<pid_t> done = spawner->Run(kBundleFileSpawnerEntry, w.Take(), {});
+  return done ? Status::Ok() : done.error();
+}
+
+Status FitBundleSpecVia(SpawnerClient* spawner, const std::string& config_json,
+                        std::string_view runtime_max, std::string_view runtime) {
+  if (spawner == nullptr) {
+    return runtime::oci_cli::FitBundleSpecVersion(config_json, runtime_max, runtime, nullptr);
+  }
+  Writer w;
+  w.U8(kFitSpec);
+  w.Str(config_json);
+  w.Str(runtime_max);
+  w.Str(runtime);
   Result<pid_t> done = spawner->Run(kBundleFileSpawnerEntry, w.Take(), {});
   return done ? Status::Ok() : done.error();
 }

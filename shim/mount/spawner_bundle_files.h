@@ -36,4 +36,10 @@ Status WriteBundleFileVia(SpawnerClient* spawner, const std::string& path,
                           std::string_view content);
 Status RemoveBundleFileVia(SpawnerClient* spawner, const std::string& path);
 
+// FitBundleSpecVersion of `config_json` (a bundle's config.json), by
+// `spawner`: the one change it makes to a bundle's spec is its ociVersion,
+// lowered to the runtime's when nothing newer is used.
+Status FitBundleSpecVia(SpawnerClient* spawner, const std::string& config_json,
+                        std::string_view runtime_max, std::string_view runtime);
+
 }  // namespace hull::shim

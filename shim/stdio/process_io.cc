@@ -27,7 +27,9 @@ Result<Built> Build(EventLoop& loop, Reaper& reaper, const StdioConfig& config,
   }
   std::unique_ptr<stdio::ConsoleSocket> console;
   if (plan.terminal) {
-    HULL_ASSIGN_OR_RETURN(console, stdio::ConsoleSocket::Create(context.work_dir));
+    // A confined server's bundles are not its to write: its TMPDIR then.
+    HULL_ASSIGN_OR_RETURN(
+        console, stdio::ConsoleSocket::Create(reaper.spawner() != nullptr ? "" : context.work_dir));
   }
   HULL_ASSIGN_OR_RETURN(stdio::Outputs outputs, stdio::OpenOutputs(loop, reaper, plan, context));
   Built built;

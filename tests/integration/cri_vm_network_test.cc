@@ -164,7 +164,7 @@ TEST_P(CriVmPodTest, ClientOnTheBridgeReachesServerInVmPodOnPodIp) {
   }
 
   // The agent's log line for the set-up (its cost in the guest).
-  const std::string console = ReadText(Bundle(pod) + "/vm-console.log");
+  const std::string console = ReadText("/run/hull/vm/" + pod + "/vm-console.log");
   const size_t network_line = console.find("network: 1 interface(s), ");
   ASSERT_NE(network_line, std::string::npos) << console;
   std::cout << "[ measured ] guest "

@@ -143,7 +143,8 @@ class CriVmPodTest : public ::testing::TestWithParam<Containerd> {
     if (HasFailure() && containerd_) {
       for (const auto& entry : fs::directory_iterator(
                containerd_->state() + "/io.containerd.runtime.v2.task/k8s.io", ec_)) {
-        std::string console = entry.path().string() + "/vm-console.log";
+        std::string console =
+            std::string("/run/hull/vm/") + entry.path().filename().string() + "/vm-console.log";
         if (fs::exists(console)) {
           std::cerr << "console of " << entry.path().filename() << ":\n"
                     << ReadText(console) << "\n";

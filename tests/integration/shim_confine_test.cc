@@ -196,7 +196,7 @@ std::string MountNamespace(const std::string& pid) {
 // spawner, and so the runtime and the containers, see the host's. file://
 // logs, which the server cannot create, are opened by the spawner, which
 // refuses a system directory and logs it.
-TEST_P(HullConfinedTest, ServerSeesTheHostReadOnlyButItsBundles) {
+TEST_P(HullConfinedTest, ServerSeesTheHostAndItsBundlesReadOnly) {
   CommandResult r = Run({"-d"}, "t1", {"sleep", "1000"});
   ASSERT_TRUE(r.ok()) << r.Describe();
   std::vector<pid_t> shims = Shims();
@@ -209,8 +209,17 @@ TEST_P(HullConfinedTest, ServerSeesTheHostReadOnlyButItsBundles) {
     }
   }
   EXPECT_TRUE(MountOptions(server, "/").starts_with("ro")) << MountOptions(server, "/");
-  const std::string bundles = fs::path(Bundle("t1")).parent_path().string();
-  EXPECT_TRUE(MountOptions(server, bundles).starts_with("rw")) << bundles;
+  // Its bundles' specs are containerd's: the server cannot rewrite one
+  // (seen from its own mount namespace, as root with every capability).
+  CommandResult write = RunCommand({"nsenter", "-t", std::to_string(server), "-m", "--", "sh", "-c",
+                                    "echo >> " + Bundle("t1") + "/config.json"});
+  EXPECT_FALSE(write.ok()) << write.Describe();
+  EXPECT_NE(write.err.find("Read-only file system"), std::string::npos) << write.Describe();
+  // runsc's own bundle keeps hull-sandbox writable (a Sandbox API pod's
+  // sandbox bundle).
+  if (IsRunsc()) {
+    EXPECT_TRUE(MountOptions(server, Bundle("t1") + "/hull-sandbox").starts_with("rw"));
+  }
   EXPECT_TRUE(MountOptions(server, "/run/hull").starts_with("rw"));
   EXPECT_TRUE(MountOptions(server, "/sys/fs/cgroup").starts_with("rw"));
   EXPECT_TRUE(MountOptions(server, "/proc/sys").starts_with("ro"));
@@ -218,8 +227,8 @@ TEST_P(HullConfinedTest, ServerSeesTheHostReadOnlyButItsBundles) {
   const std::string root = (IsRunsc() ? RunscRoot() : "/run/containerd/" + GetParam()) + "/default";
   EXPECT_EQ(MountOptions(server, root).starts_with("rw"), IsRunsc()) << root;
 
-  // A container's exec and its end still work, the server writing its
-  // bundle's files.
+  // A container's exec and its end still work, the spawner writing hull's
+  // files in the bundle.
   r = Ctr({"task", "exec", "--exec-id", "e1", "t1", "true"});
   EXPECT_TRUE(r.ok()) << r.Describe();
 

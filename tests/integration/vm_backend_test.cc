@@ -52,7 +52,10 @@ class VmBackendTest : public HullCtrTest {
       for (const auto& entry : fs::directory_iterator(
                containerd_->state() + "/io.containerd.runtime.v2.task/default", ec_)) {
         std::cerr << "console of " << entry.path().filename() << ":\n"
-                  << ReadFile(entry.path().string() + "/vm-console.log").value_or("(none)") << "\n";
+                  << ReadFile(std::string(kRunRoot) + "/" + entry.path().filename().string() +
+                              "/vm-console.log")
+                         .value_or("(none)")
+                  << "\n";
       }
     }
     HullCtrTest::TearDown();

@@ -88,7 +88,7 @@ VmBackend::~VmBackend() {
 }
 
 std::string VmBackend::ConsoleTail() const {
-  auto text = ReadFile(bundle_ + "/" + std::string(kConsoleLogFile));
+  auto text = ReadFile(run_dir_ + "/" + std::string(kConsoleLogFile));
   std::string tail = text ? LastLines(*text, kConsoleLines) : std::string();
   auto qemu = ReadFile(run_dir_ + "/qemu.log");
   if (qemu && !qemu->empty()) tail += (tail.empty() ? "" : "\n") + LastLines(*qemu, 5);
@@ -157,7 +157,7 @@ void VmBackend::StartPodVm(std::shared_ptr<Boot> boot, std::optional<Template> c
   boot->clone_of = std::move(clone_of);
   const bool clone = boot->clone_of.has_value();
   VmPaths paths{.agent_socket = run_dir_ + "/agent.sock",
-                .console_log = bundle_ + "/" + std::string(kConsoleLogFile),
+                .console_log = run_dir_ + "/" + std::string(kConsoleLogFile),
                 .share_dir = run_dir_ + "/share"};
   Status made = MakeDirsWithMode(paths.share_dir, 0700);
   if (!made.ok()) return FailBoot(boot, made);
@@ -343,7 +343,7 @@ void VmBackend::Connect(std::shared_ptr<Boot> boot) {
 }
 
 bool VmBackend::HandleStalledBoot(std::shared_ptr<Boot> boot) {
-  if (!boot->stall_watch.Stalled(bundle_ + "/" + std::string(kConsoleLogFile))) return false;
+  if (!boot->stall_watch.Stalled(run_dir_ + "/" + std::string(kConsoleLogFile))) return false;
   Status stalled =
       UnavailableError(boot->stall_watch.reason() +
                        " before hull-agent answered; its last lines:\n" + ConsoleTail());
