@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
 
+#include "base/file_util.h"
 #include "shim/backend/make_backend.h"
 #include "shim/mount/spawner_mounts.h"
 
@@ -50,6 +52,73 @@ bool IsPodBundle(const SpawnPolicy& policy, const std::string& dir) {
   const std::filesystem::path sandbox =
       std::filesystem::canonical(policy.sandbox_bundle, sandbox_ec);
   return !ec && !sandbox_ec && real == sandbox;
+}
+
+// An exec's process (its file written for the server by the spawner, its
+// content the server's) is bounded by its container's own, from the
+// bundle's config.json (containerd's: the bundles are read-only to the
+// server): no capability outside the container's bounding set, no-new-
+// privileges kept when the container has it, the container's AppArmor
+// profile and SELinux label. containerd's exec specs are copies of the
+// container's process, so they pass; a taken-over server's privileged exec
+// does not. The container is the bundle's (its directory name).
+Status CheckExecProcess(const Argv& argv, const std::string& process_file) {
+  const std::filesystem::path bundle = std::filesystem::path(process_file).parent_path();
+  if (argv.back() != bundle.filename().string()) {
+    return Refused(argv, "the process file is not in the container's bundle");
+  }
+  Result<std::string> config_text = ReadFile((bundle / "config.json").string());
+  Result<std::string> process_text = ReadFile(process_file);
+  if (!config_text || !process_text) {
+    return Refused(argv, "the container's spec or the exec's process cannot be read");
+  }
+  const nlohmann::json config = nlohmann::json::parse(*config_text, nullptr, false);
+  const nlohmann::json process = nlohmann::json::parse(*process_text, nullptr, false);
+  if (!config.is_object() || !process.is_object()) {
+    return Refused(argv, "the container's spec or the exec's process is not a JSON object");
+  }
+  static const nlohmann::json kNone = nlohmann::json::object();
+  const nlohmann::json& own =
+      config.contains("process") && config["process"].is_object() ? config["process"] : kNone;
+  auto strings = [](const nlohmann::json& doc, std::string_view key, std::string_view set) {
+    std::set<std::string> out;
+    auto caps = doc.find(key);
+    if (caps == doc.end() || !caps->is_object()) return out;
+    auto list = caps->find(set);
+    if (list == caps->end() || !list->is_array()) return out;
+    for (const auto& cap : *list) {
+      if (cap.is_string()) out.insert(cap.get<std::string>());
+    }
+    return out;
+  };
+  const std::set<std::string> bounding = strings(own, "capabilities", "bounding");
+  for (std::string_view set : {"bounding", "effective", "inheritable", "permitted", "ambient"}) {
+    if (process.contains("capabilities") && process["capabilities"].is_object() &&
+        process["capabilities"].contains(set) && !process["capabilities"][set].is_array()) {
+      return Refused(argv, "the exec's capabilities are malformed");
+    }
+    for (const std::string& cap : strings(process, "capabilities", set)) {
+      if (!bounding.contains(cap)) {
+        return Refused(argv, "the exec asks for " + cap + ", outside its container's bounding set");
+      }
+    }
+  }
+  auto flag = [](const nlohmann::json& doc, const char* key) {
+    auto it = doc.find(key);
+    return it != doc.end() && it->is_boolean() && it->get<bool>();
+  };
+  if (flag(own, "noNewPrivileges") && !flag(process, "noNewPrivileges")) {
+    return Refused(argv, "the exec drops its container's noNewPrivileges");
+  }
+  for (const char* key : {"apparmorProfile", "selinuxLabel"}) {
+    const auto mine = own.find(key);
+    if (mine == own.end() || !mine->is_string() || mine->get<std::string>().empty()) continue;
+    const auto theirs = process.find(key);
+    if (theirs == process.end() || *theirs != *mine) {
+      return Refused(argv, std::string("the exec's ") + key + " is not its container's");
+    }
+  }
+  return Status::Ok();
 }
 
 Status CheckRuntimeCall(const SpawnPolicy& policy, const SpawnOptions& options) {
@@ -98,6 +167,11 @@ Status CheckRuntimeCall(const SpawnPolicy& policy, const SpawnOptions& options) 
       return Refused(argv, std::string(flag) + " is not a <name>" + std::string(suffix) +
                                " in one of the pod's bundles");
     }
+  }
+  if (command == "exec") {
+    const std::string* process = ValueOf(argv, prefix.size(), argv.size(), "--process");
+    if (process == nullptr) return Refused(argv, "an exec without --process");
+    return CheckExecProcess(argv, *process);
   }
   return Status::Ok();
 }

@@ -224,7 +224,10 @@ TEST_F(ShimDirectTest, WrongCallsGetTheRightCodesAndEventsComeInOrder) {
   exec.set_id("c1");
   exec.set_exec_id("e1");
   exec.mutable_spec()->set_type_url("types.containerd.io/opencontainers/runtime-spec/1/Process");
-  exec.mutable_spec()->set_value(R"({"args":["sleep","100"],"cwd":"/","env":["PATH=/bin"]})");
+  // What containerd's clients send: the container's process (runc spec's
+  // no-new-privileges included) with other args.
+  exec.mutable_spec()->set_value(
+      R"({"args":["sleep","100"],"cwd":"/","env":["PATH=/bin"],"noNewPrivileges":true})");
   ASSERT_TRUE(Call<Empty>("Exec", exec).has_value());
   EXPECT_EQ(Call<Empty>("Exec", exec).error().code(), Code::kAlreadyExists);
   tv2::KillRequest kill;
@@ -291,6 +294,59 @@ TEST_F(ShimDirectTest, WrongCallsGetTheRightCodesAndEventsComeInOrder) {
 // the container is dropped, the Kill's answer is not. It is NotFound
 // ("container deleted"), which CRI's StopContainer takes as stopped.
 // runc stands behind a wrapper whose `kill` answers 2 s after the signal.
+// An exec with more privilege than its container (a capability outside its
+// bounding set, or without its no-new-privileges) is refused by the
+// confined server's spawner (issue 26), and the container runs on; a copy of
+// the container's process runs.
+TEST_F(ShimDirectTest, AnExecWithMoreThanItsContainerIsRefused) {
+  std::string bundle = MakeBundle("c1", {"sleep", "100"});
+  StartShim("c1", bundle);
+  ASSERT_TRUE(Call<tv2::CreateTaskResponse>("Create", CreateRequest("c1", bundle)).has_value());
+  tv2::StartRequest start;
+  start.set_id("c1");
+  ASSERT_TRUE(Call<tv2::StartResponse>("Start", start).has_value());
+  auto exec = [&](const std::string& exec_id, const std::string& process) {
+    tv2::ExecProcessRequest req;
+    req.set_id("c1");
+    req.set_exec_id(exec_id);
+    req.mutable_spec()->set_type_url("types.containerd.io/opencontainers/runtime-spec/1/Process");
+    req.mutable_spec()->set_value(process);
+    EXPECT_TRUE(Call<Empty>("Exec", req).has_value());
+    start.set_exec_id(exec_id);
+    return Call<tv2::StartResponse>("Start", start);
+  };
+  for (auto [exec_id, process] :
+       {std::pair<std::string, std::string>{"module",
+                                            R"({"args":["true"],"cwd":"/","noNewPrivileges":true,
+                "capabilities":{"effective":["CAP_SYS_MODULE"],"bounding":["CAP_SYS_MODULE"]}})"},
+        {"nnp", R"({"args":["true"],"cwd":"/","noNewPrivileges":false})"}}) {
+    auto refused = exec(exec_id, process);
+    ASSERT_FALSE(refused.has_value()) << exec_id;
+    EXPECT_EQ(refused.error().code(), Code::kPermissionDenied) << refused.error().ToString();
+  }
+  auto ran = exec("copy", R"({"args":["true"],"cwd":"/","noNewPrivileges":true,
+      "capabilities":{"bounding":["CAP_KILL"],"effective":["CAP_KILL"]}})");
+  ASSERT_TRUE(ran.has_value()) << ran.error().ToString();
+  EXPECT_GT(ran->pid(), 0u);
+  tv2::DeleteRequest del;
+  del.set_id("c1");
+  for (const char* exec_id : {"module", "nnp", "copy"}) {
+    del.set_exec_id(exec_id);
+    static_cast<void>(Call<tv2::DeleteResponse>("Delete", del));  // any answer
+  }
+  del.set_exec_id("");
+
+  tv2::KillRequest kill;
+  kill.set_id("c1");
+  kill.set_signal(SIGKILL);
+  ASSERT_TRUE(Call<Empty>("Kill", kill).has_value());
+  tv2::WaitRequest wait;
+  wait.set_id("c1");
+  ASSERT_TRUE(Call<tv2::WaitResponse>("Wait", wait).has_value());
+  ASSERT_TRUE(Call<tv2::DeleteResponse>("Delete", del).has_value());
+  EXPECT_TRUE(Call<Empty>("Shutdown", tv2::ShutdownRequest()).has_value());
+}
+
 TEST_F(ShimDirectTest, KillStillRunningWhenTheContainerIsDeletedIsAnswered) {
   const std::string wrapper = dir_ + "/runc-slowkill";
   std::ofstream(wrapper)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "shim/backend/vm/qemu_command.h"
 #include "shim/backend/vm/qemu_filter.h"
@@ -99,6 +100,8 @@ TEST_F(SpawnPolicyTest, PidAndProcessFilesOnlyInThePodsBundles) {
                             .exec_id = "e1",
                             .process_json = bundle + "/e1.process.json",
                             .pid_file = bundle + "/e1.pid"};
+  std::ofstream(bundle + "/config.json") << R"({"process":{"args":["sleep"]}})";
+  std::ofstream(exec.process_json) << R"({"args":["true"]})";
   EXPECT_TRUE(Check(c1.Exec(exec)).ok()) << Check(c1.Exec(exec)).ToString();
   const std::string link = (bundles_ / "link").string();
   for (auto [process, pid] : {std::pair<std::string, std::string>{exec.process_json, "/etc/passwd"},
@@ -116,6 +119,52 @@ TEST_F(SpawnPolicyTest, PidAndProcessFilesOnlyInThePodsBundles) {
   }
   Argv create = c1.Create({.id = "c1", .bundle = bundle, .pid_file = "/etc/passwd"});
   EXPECT_EQ(Check(create).code(), Code::kPermissionDenied);
+}
+
+// An exec is bounded by its container's own process (config.json, which is
+// containerd's): containerd's copy of it passes; more capabilities, no
+// no-new-privileges, another AppArmor profile, or another container's
+// bundle do not.
+TEST_F(SpawnPolicyTest, AnExecIsBoundedByItsContainersProcess) {
+  const ArgvBuilder c1 = Container("c1");
+  const std::string bundle = (bundles_ / "c1").string();
+  std::ofstream(bundle + "/config.json") << R"({"process":{"args":["sleep"],
+      "capabilities":{"bounding":["CAP_CHOWN","CAP_KILL"],"effective":["CAP_CHOWN"]},
+      "noNewPrivileges":true,"apparmorProfile":"cri-default"}})";
+  runtime::ExecRequest exec{.id = "c1",
+                            .exec_id = "e1",
+                            .process_json = bundle + "/e1.process.json",
+                            .pid_file = bundle + "/e1.pid"};
+  auto check = [&](const std::string& process, const std::string& id = "c1") {
+    std::ofstream(exec.process_json, std::ios::trunc) << process;
+    runtime::ExecRequest req = exec;
+    req.id = id;
+    return Check(c1.Exec(req));
+  };
+  const std::string same = R"({"args":["sh"],"capabilities":{"bounding":["CAP_CHOWN","CAP_KILL"],
+      "effective":["CAP_KILL"],"permitted":["CAP_CHOWN"]},"noNewPrivileges":true,
+      "apparmorProfile":"cri-default"})";
+  EXPECT_TRUE(check(same).ok()) << check(same).ToString();
+  for (const std::string& process :
+       {std::string(R"({"capabilities":{"effective":["CAP_SYS_ADMIN"]},"noNewPrivileges":true,
+               "apparmorProfile":"cri-default"})"),
+        std::string(R"({"capabilities":{"ambient":["CAP_SYS_MODULE"]},"noNewPrivileges":true,
+               "apparmorProfile":"cri-default"})"),
+        std::string(R"({"noNewPrivileges":false,"apparmorProfile":"cri-default"})"),
+        std::string(R"({"noNewPrivileges":true})"),
+        std::string(R"({"noNewPrivileges":true,"apparmorProfile":"unconfined"})"),
+        std::string(R"({"capabilities":{"effective":"CAP_SYS_ADMIN"},"noNewPrivileges":true,
+               "apparmorProfile":"cri-default"})"),
+        std::string("not json"), std::string("[]")}) {
+    Status s = check(process);
+    EXPECT_EQ(s.code(), Code::kPermissionDenied) << process << ": " << s.ToString();
+  }
+  // c1's process file for an exec in another container.
+  fs::create_directories(bundles_ / "c2");
+  EXPECT_EQ(check(same, "c2").code(), Code::kPermissionDenied);
+  // A container whose spec cannot be read.
+  fs::remove(bundle + "/config.json");
+  EXPECT_EQ(check(same).code(), Code::kPermissionDenied);
 }
 
 TEST_F(SpawnPolicyTest, EverythingElseIsRefused) {
