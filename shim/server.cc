@@ -84,19 +84,14 @@ constexpr char kServerTmpDir[] = "/run/hull/tmp";
 // What a confined server still writes (docs/security.md, "The server's view
 // of the host"): hull's run directory (VM pods, the template cache, its
 // temporary files), the cgroups, /proc (its children's OOM scores) but for
-// the sysctls and sysrq, a runtime root where the server itself removes the
-// runtime's leftovers, and for runsc its own bundle's hull-sandbox (a
+// the sysctls and sysrq, and for runsc its own bundle's hull-sandbox (a
 // Sandbox API pod's sandbox bundle). Made when missing. Not its pod's
 // bundles: their specs are containerd's, and hull's files there are written
 // by the spawner (spawner_bundle_files.h).
-Result<HostView> ServerHostView(const ShimConfig& config, const std::string& ns,
-                                const std::vector<std::string>& bundles,
+Result<HostView> ServerHostView(const ShimConfig& config, const std::vector<std::string>& bundles,
                                 const std::string& sandbox_bundle) {
   HostView view{.writable = {"/proc", "/sys/fs/cgroup", "/run/hull"},
                 .read_only = {"/proc/sys", "/proc/sysrq-trigger"}};
-  for (std::string& root : RuntimeTreesTheServerWrites(config.runtime, ns)) {
-    view.writable.push_back(std::move(root));
-  }
   for (const std::string& tree : view.writable) HULL_RETURN_IF_ERROR(MakeDirs(tree, 0711));
   HULL_RETURN_IF_ERROR(MakeDirs(kServerTmpDir, 0700));
   // containerd's task directory of the namespace may not be there yet (a
@@ -139,8 +134,9 @@ Result<std::unique_ptr<SpawnerClient>> StartConfined(const ShimConfig& config,
   entries[kUnmountSpawnerEntry] = std::move(mounts[1]);
   entries[kFollowCgroupSpawnerEntry] = FollowCgroupSpawnerEntry();
   entries[stdio::kLogFileSpawnerEntry] = stdio::LogFileSpawnerEntry();
-  entries[kBundleFileSpawnerEntry] = BundleFileSpawnerEntry(bundles, sandbox_bundle);
-  HULL_ASSIGN_OR_RETURN(HostView host_view, ServerHostView(config, ns, bundles, sandbox_bundle));
+  entries[kBundleFileSpawnerEntry] =
+      BundleFileSpawnerEntry(bundles, sandbox_bundle, RuntimeLockRoot(config.runtime, ns));
+  HULL_ASSIGN_OR_RETURN(HostView host_view, ServerHostView(config, bundles, sandbox_bundle));
   SpawnPolicy policy = MakeSpawnPolicy(config, ns, bundles, SelfExecutable());
   policy.sandbox_bundle = sandbox_bundle;
   // A VM pod's network and share entries only for a vm server: another

@@ -418,10 +418,10 @@ void OciCliBackend::DeleteSandboxLast(const std::string& id, bool force, Done do
                                     done = std::move(done)](Status joined) mutable {
           if (!joined.ok()) return done(joined.WithContext("delete sandbox " + id));
           Run(Call{.what = "delete", .id = id, .argv = std::move(last)},
-              [root = ArgvFor(id).config().root, id, done = std::move(done)](Status s,
-                                                                             CommandResult) {
+              [this, root = ArgvFor(id).config().root, id, done = std::move(done)](Status s,
+                                                                                   CommandResult) {
                 if (s.ok() || s.code() == Code::kNotFound) {
-                  RemoveOrphanRunscLocks(root, id);
+                  RemoveLocksOf(root, id);
                   s = Status();
                 }
                 done(std::move(s));

@@ -50,6 +50,11 @@ class OciCliBackend final : public Backend {
   using FitSpec = std::function<Status(const std::string& config_json, std::string_view runtime_max,
                                        std::string_view runtime)>;
   void set_fit_spec(FitSpec fit) { fit_spec_ = std::move(fit); }
+  // Removes the lock files runsc leaves of a deleted sandbox in `root`
+  // (RemoveOrphanRunscLocks in this process unless set; a confined server's
+  // spawner's, since the root is not its to write).
+  using RemoveLocks = std::function<void(const std::string& root, const std::string& sandbox)>;
+  void set_remove_locks(RemoveLocks remove) { remove_locks_ = std::move(remove); }
 
   // Nothing to prepare or tear down when the pause container is the sandbox.
   // For the Sandbox API (`req.spec` set) a runtime with a sandbox process
@@ -230,6 +235,11 @@ class OciCliBackend final : public Backend {
   // when the runtime could not say (the spec then goes as it is).
   std::optional<std::string> spec_version_max_;
   FitSpec fit_spec_;
+  RemoveLocks remove_locks_;
+  void RemoveLocksOf(const std::string& root, const std::string& sandbox) const {
+    if (remove_locks_) return remove_locks_(root, sandbox);
+    RemoveOrphanRunscLocks(root, sandbox);
+  }
   bool destroying_ = false;
 };
 

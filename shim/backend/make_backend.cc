@@ -89,6 +89,9 @@ Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
                                     std::string_view runtime) {
       return FitBundleSpecVia(spawner, config_json, runtime_max, runtime);
     });
+    backend->set_remove_locks([spawner](const std::string&, const std::string& sandbox) {
+      RemoveRunscLocksVia(spawner, sandbox).IgnoreError();
+    });
   }
   return std::unique_ptr<Backend>(std::move(backend));
 }
@@ -163,12 +166,11 @@ std::string RuntimeRoot(const RuntimeOptions& options, const std::string& ns) {
   return root + "/" + ns;
 }
 
-std::vector<std::string> RuntimeTreesTheServerWrites(const RuntimeOptions& options,
-                                                     const std::string& ns) {
+std::string RuntimeLockRoot(const RuntimeOptions& options, const std::string& ns) {
   // sandbox_deletes_last: the delete that ends a sandbox removes its
   // orphaned locks (RemoveOrphanRunscLocks).
-  if (IsVm(options) || !FlavourFor(options.binary_name).sandbox_deletes_last) return {};
-  return {RuntimeRoot(options, ns)};
+  if (IsVm(options) || !FlavourFor(options.binary_name).sandbox_deletes_last) return "";
+  return RuntimeRoot(options, ns);
 }
 
 runtime::oci_cli::RuntimeConfig MakeRuntimeConfig(const RuntimeOptions& options,

@@ -58,12 +58,12 @@ Status ForceDelete(const RuntimeOptions& options, const std::string& ns, const s
 // The runtime root for namespace `ns`: `<root>/<ns>`, where an empty root
 // means /run/containerd/<basename of binary>.
 std::string RuntimeRoot(const RuntimeOptions& options, const std::string& ns);
-// The runtime's directories a confined server writes itself (it sees the
-// rest of the host read-only): runsc's root, where the server removes the
-// lock files of a sandbox runsc deleted; none for runc, crun and vm, whose
-// state only the runtime writes.
-std::vector<std::string> RuntimeTreesTheServerWrites(const RuntimeOptions& options,
-                                                     const std::string& ns);
+
+// The runtime root whose orphaned sandbox lock files hull removes (runsc's:
+// RemoveOrphanRunscLocks), or "" (runc, crun, vm: their state only the
+// runtime writes). A confined server's spawner removes them for it
+// (spawner_bundle_files.h): the root is read-only to the server.
+std::string RuntimeLockRoot(const RuntimeOptions& options, const std::string& ns);
 
 // The argv builder of an OCI CLI runtime pod (not vm): the binary resolved
 // in PATH, no --log (each container's calls log to its own bundle).

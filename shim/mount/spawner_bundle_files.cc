@@ -10,6 +10,7 @@
 #include "base/file_util.h"
 #include "base/spawner_wire.h"
 #include "base/unique_fd.h"
+#include "runtime/oci_cli/oci_cli_backend.h"
 #include "runtime/oci_cli/spec_version.h"
 #include "shim/backend/vm/vm_backend.h"
 #include "shim/mount/spawner_mounts.h"
@@ -26,6 +27,7 @@ using spawner_wire::Writer;
 constexpr uint8_t kWrite = 'w';
 constexpr uint8_t kRemove = 'r';
 constexpr uint8_t kFitSpec = 'f';
+constexpr uint8_t kRemoveLocks = 'l';
 
 int ModeOf(std::string_view name) {
   return name.ends_with(".process.json") ? 0600 : 0644;
@@ -58,10 +60,24 @@ Result<UniqueFd> OpenBundleOf(const std::vector<std::string>& bundles,
 }
 
 Result<pid_t> BundleFileEntry(const std::vector<std::string>& bundles,
-                              const std::string& sandbox_bundle, std::string_view payload) {
+                              const std::string& sandbox_bundle, const std::string& lock_root,
+                              std::string_view payload) {
   Reader r(payload);
   uint8_t op = 0;
   std::string path, content, runtime;
+  if (payload.size() > 0 && static_cast<uint8_t>(payload[0]) == kRemoveLocks) {
+    std::string sandbox;
+    if (!r.U8(op) || !r.Str(sandbox) || !r.done()) {
+      return InvalidArgumentError("bundle-file: malformed spawner request");
+    }
+    if (lock_root.empty()) return PermissionDeniedError("remove locks: this runtime keeps none");
+    if (sandbox.empty() || sandbox == "." || sandbox == ".." ||
+        sandbox.find('/') != std::string::npos) {
+      return PermissionDeniedError("remove locks of " + sandbox + " refused: not a sandbox id");
+    }
+    runtime::oci_cli::RemoveOrphanRunscLocks(lock_root, sandbox);
+    return 0;
+  }
   if (!r.U8(op) || !r.Str(path) || ((op == kWrite || op == kFitSpec) && !r.Str(content)) ||
       (op == kFitSpec && !r.Str(runtime)) || !r.done() ||
       (op != kWrite && op != kRemove && op != kFitSpec)) {
@@ -126,13 +142,22 @@ bool IsHullBundleFile(std::string_view name) {
   return false;
 }
 
-SpawnerEntry BundleFileSpawnerEntry(std::vector<std::string> bundles, std::string sandbox_bundle) {
+SpawnerEntry BundleFileSpawnerEntry(std::vector<std::string> bundles, std::string sandbox_bundle,
+                                    std::string lock_root) {
   return SpawnerEntry{
       .name = "bundle-file",
-      .run = [bundles = std::move(bundles), sandbox_bundle = std::move(sandbox_bundle)](
-                 std::string_view payload, std::vector<UniqueFd>&) {
-        return BundleFileEntry(bundles, sandbox_bundle, payload);
+      .run = [bundles = std::move(bundles), sandbox_bundle = std::move(sandbox_bundle),
+              lock_root = std::move(lock_root)](std::string_view payload, std::vector<UniqueFd>&) {
+        return BundleFileEntry(bundles, sandbox_bundle, lock_root, payload);
       }};
+}
+
+Status RemoveRunscLocksVia(SpawnerClient* spawner, const std::string& sandbox) {
+  Writer w;
+  w.U8(kRemoveLocks);
+  w.Str(sandbox);
+  Result<pid_t> done = spawner->Run(kBundleFileSpawnerEntry, w.Take(), {});
+  return done ? Status::Ok() : done.error();
 }
 
 Status WriteBundleFileVia(SpawnerClient* spawner, const std::string& path,

@@ -26,8 +26,10 @@ bool IsHullBundleFile(std::string_view name);
 
 // The "bundle-file" entry of a server whose pod's bundles are in `bundles`
 // (BundleDirs), and `sandbox_bundle` (a Sandbox API pod's own hull-sandbox
-// bundle; empty: none).
-SpawnerEntry BundleFileSpawnerEntry(std::vector<std::string> bundles, std::string sandbox_bundle);
+// bundle; empty: none); `lock_root` is the runtime root whose orphaned
+// sandbox locks it removes (RuntimeLockRoot; empty: none).
+SpawnerEntry BundleFileSpawnerEntry(std::vector<std::string> bundles, std::string sandbox_bundle,
+                                    std::string lock_root = "");
 
 // Writes `content` to `path` (mode 0644; 0600 for a process file),
 // atomically, or removes it (absent is fine): in this process, or by
@@ -35,6 +37,10 @@ SpawnerEntry BundleFileSpawnerEntry(std::vector<std::string> bundles, std::strin
 Status WriteBundleFileVia(SpawnerClient* spawner, const std::string& path,
                           std::string_view content);
 Status RemoveBundleFileVia(SpawnerClient* spawner, const std::string& path);
+
+// RemoveOrphanRunscLocks of `sandbox` (an id, no path) in the entry's
+// lock root, by `spawner`.
+Status RemoveRunscLocksVia(SpawnerClient* spawner, const std::string& sandbox);
 
 // FitBundleSpecVersion of `config_json` (a bundle's config.json), by
 // `spawner`: the one change it makes to a bundle's spec is its ociVersion,

@@ -223,9 +223,13 @@ TEST_P(HullConfinedTest, ServerSeesTheHostAndItsBundlesReadOnly) {
   EXPECT_TRUE(MountOptions(server, "/run/hull").starts_with("rw"));
   EXPECT_TRUE(MountOptions(server, "/sys/fs/cgroup").starts_with("rw"));
   EXPECT_TRUE(MountOptions(server, "/proc/sys").starts_with("ro"));
-  // Where a runtime keeps its state, only runsc's is the server's to write.
+  // Where a runtime keeps its state is not the server's to write, runsc's
+  // included (its spawner removes runsc's orphaned locks).
   const std::string root = (IsRunsc() ? RunscRoot() : "/run/containerd/" + GetParam()) + "/default";
-  EXPECT_EQ(MountOptions(server, root).starts_with("rw"), IsRunsc()) << root;
+  EXPECT_FALSE(MountOptions(server, root).starts_with("rw")) << root;
+  CommandResult in_root = RunCommand({"nsenter", "-t", std::to_string(server), "-m", "--", "sh",
+                                      "-c", "echo > " + root + "/hull-confine-probe"});
+  EXPECT_FALSE(in_root.ok()) << in_root.Describe();
 
   // A container's exec and its end still work, the spawner writing hull's
   // files in the bundle.

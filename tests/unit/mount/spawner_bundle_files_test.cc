@@ -35,8 +35,10 @@ class SpawnerBundleFilesTest : public ::testing::Test {
     fs::create_directories(root_ / "elsewhere");
     fs::create_directory_symlink(root_ / "elsewhere", bundles_ / "link");
     std::vector<SpawnerEntry> entries(kBundleFileSpawnerEntry + 1);
+    fs::create_directories(root_ / "runsc");
     entries[kBundleFileSpawnerEntry] =
-        BundleFileSpawnerEntry({bundles_.string()}, (root_ / "server" / "hull-sandbox").string());
+        BundleFileSpawnerEntry({bundles_.string()}, (root_ / "server" / "hull-sandbox").string(),
+                               (root_ / "runsc").string());
     auto spawner = SpawnerClient::Start(std::move(entries));
     ASSERT_TRUE(spawner.has_value()) << spawner.error().ToString();
     spawner_ = std::move(*spawner);
@@ -109,6 +111,25 @@ TEST_F(SpawnerBundleFilesTest, RefusesEveryOtherFile) {
   Result<pid_t> bad = spawner_->Run(kBundleFileSpawnerEntry, "w", {});
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.error().code(), Code::kInvalidArgument);
+}
+
+// runsc's orphaned sandbox locks, removed in the runtime root the entry was
+// given: only a lock without its state, only of the sandbox named, and a
+// name that is a path is refused.
+TEST_F(SpawnerBundleFilesTest, RemovesOnlyASandboxsOrphanedLocks) {
+  const fs::path runsc = root_ / "runsc";
+  for (const char* name :
+       {"a_sandbox:sb1.lock", "b_sandbox:sb1.lock", "b_sandbox:sb1.state", "c_sandbox:sb2.lock"}) {
+    std::ofstream(runsc / name) << "x";
+  }
+  ASSERT_TRUE(RemoveRunscLocksVia(spawner_.get(), "sb1").ok());
+  EXPECT_FALSE(fs::exists(runsc / "a_sandbox:sb1.lock"));
+  EXPECT_TRUE(fs::exists(runsc / "b_sandbox:sb1.lock"));  // its state is there
+  EXPECT_TRUE(fs::exists(runsc / "c_sandbox:sb2.lock"));  // another sandbox's
+  for (const char* bad : {"", "..", "../runsc", "a/b"}) {
+    EXPECT_EQ(RemoveRunscLocksVia(spawner_.get(), bad).code(), Code::kPermissionDenied) << bad;
+  }
+  EXPECT_TRUE(fs::exists(runsc / "c_sandbox:sb2.lock"));
 }
 
 TEST(IsHullBundleFileTest, OnlyHullsNames) {
