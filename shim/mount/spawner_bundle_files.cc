@@ -96,8 +96,8 @@ Result<pid_t> BundleFileEntry(const std::vector<std::string>& bundles,
                nullptr)
         .WithContext("fit " + path);
   }
-  // O_PATH descriptors do not serve *at calls that write; reopen the
-  // directory itself through it.
+  // The directory itself, opened through the checked descriptor, for the
+  // *at calls below.
   UniqueFd at(::openat(dir.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!at) return ErrnoError("open", p.parent_path().string());
   if (op == kRemove) {

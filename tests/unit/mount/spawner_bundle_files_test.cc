@@ -132,6 +132,27 @@ TEST_F(SpawnerBundleFilesTest, RemovesOnlyASandboxsOrphanedLocks) {
   EXPECT_TRUE(fs::exists(runsc / "c_sandbox:sb2.lock"));
 }
 
+// The one change the entry makes to a bundle's config.json: its ociVersion
+// lowered to the runtime's (crun's) when nothing newer is used; a spec in no
+// pod bundle is refused and left as it was.
+TEST_F(SpawnerBundleFilesTest, FitsABundlesSpecVersionOnly) {
+  const fs::path c1 = bundles_ / "c1";
+  std::ofstream(c1 / "config.json") << R"({"ociVersion":"1.2.0","process":{"args":["sh"]}})";
+  Status fit = FitBundleSpecVia(spawner_.get(), (c1 / "config.json").string(), "1.1.0", "crun");
+  ASSERT_TRUE(fit.ok()) << fit.ToString();
+  EXPECT_EQ(*ReadFile((c1 / "config.json").string()),
+            R"({"ociVersion":"1.1.0","process":{"args":["sh"]}})");
+
+  const fs::path elsewhere = root_ / "elsewhere" / "config.json";
+  std::ofstream(elsewhere) << R"({"ociVersion":"1.2.0"})";
+  for (const fs::path& path : {elsewhere, bundles_ / "link" / "config.json", c1 / "spec.json"}) {
+    EXPECT_EQ(FitBundleSpecVia(spawner_.get(), path.string(), "1.1.0", "crun").code(),
+              Code::kPermissionDenied)
+        << path;
+  }
+  EXPECT_EQ(*ReadFile(elsewhere.string()), R"({"ociVersion":"1.2.0"})");
+}
+
 TEST(IsHullBundleFileTest, OnlyHullsNames) {
   for (std::string_view name : {"hull-vm.json", "hull-pod-size.json", "hull-pod-cgroup.json",
                                 "init.pid", "exec-1.pid", "exec-1.process.json"}) {
