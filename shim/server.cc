@@ -139,6 +139,7 @@ Result<std::unique_ptr<SpawnerClient>> StartConfined(const ShimConfig& config,
   HULL_ASSIGN_OR_RETURN(HostView host_view, ServerHostView(config, bundles, sandbox_bundle));
   SpawnPolicy policy = MakeSpawnPolicy(config, ns, bundles, SelfExecutable());
   policy.sandbox_bundle = sandbox_bundle;
+  policy.server_writable = host_view.writable;
   // A VM pod's network and share entries only for a vm server: another
   // pod's server has no tap to make and no share to mount ("no such entry").
   if (IsVm(config.runtime)) {

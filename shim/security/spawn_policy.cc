@@ -168,6 +168,30 @@ Status CheckRuntimeCall(const SpawnPolicy& policy, const SpawnOptions& options) 
                                " in one of the pod's bundles");
     }
   }
+  if (command == "checkpoint" || command == "restore") {
+    // criu dumps as root into these, and restores a process from what is
+    // there: never a tree a taken-over server could have filled.
+    const std::string* image = ValueOf(argv, prefix.size(), argv.size(), "--image-path");
+    for (std::string_view flag : {"--image-path", "--work-path", "--parent-path"}) {
+      const std::string* value = ValueOf(argv, prefix.size(), argv.size(), flag);
+      if (value == nullptr) continue;
+      std::filesystem::path path(*value);
+      if (flag == "--parent-path" && path.is_relative() && image != nullptr) {
+        path = std::filesystem::path(*image) / path;  // criu's parent is relative to the images
+      }
+      if (!path.is_absolute()) return Refused(argv, std::string(flag) + " is not absolute");
+      std::error_code ec;
+      const std::filesystem::path real = std::filesystem::weakly_canonical(path, ec);
+      if (ec) return Refused(argv, std::string(flag) + " cannot be resolved");
+      for (const std::string& tree : policy.server_writable) {
+        const std::filesystem::path root = std::filesystem::weakly_canonical(tree, ec);
+        const std::filesystem::path rel = real.lexically_relative(root);
+        if (!ec && !rel.empty() && *rel.begin() != "..") {
+          return Refused(argv, std::string(flag) + " is in " + tree + ", which the server writes");
+        }
+      }
+    }
+  }
   if (command == "exec") {
     const std::string* process = ValueOf(argv, prefix.size(), argv.size(), "--process");
     if (process == nullptr) return Refused(argv, "an exec without --process");

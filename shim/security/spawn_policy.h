@@ -39,6 +39,10 @@ struct SpawnPolicy {
   std::string sandbox_bundle;
   // [security] logging_binaries: the only binary:// loggers it starts.
   std::vector<std::string> logging_binaries;
+  // The trees the server may write (its HostView's writable ones): a
+  // checkpoint's image and work paths must not be in them, since criu, as
+  // root, writes and restores from there.
+  std::vector<std::string> server_writable;
 };
 
 // The policy of a server started with `config` in namespace `ns`, whose

@@ -167,6 +167,50 @@ TEST_F(SpawnPolicyTest, AnExecIsBoundedByItsContainersProcess) {
   EXPECT_EQ(check(same).code(), Code::kPermissionDenied);
 }
 
+// criu's image and work paths (as root it dumps there, and restores a
+// process from what is there): never in a tree the server writes, nor
+// reached through a symlink into one.
+TEST_F(SpawnPolicyTest, CheckpointImagesAreNeverWhereTheServerWrites) {
+  const fs::path writable = fs::canonical(tmp_.path()) / "hull-run";
+  const fs::path outside = fs::canonical(tmp_.path()) / "checkpoints";
+  fs::create_directories(writable / "tmp");
+  fs::create_directories(outside);
+  fs::create_directory_symlink(writable / "tmp", outside / "into");
+  SpawnPolicy policy = *policy_;
+  policy.server_writable = {writable.string(), "/proc"};
+  const ArgvBuilder c1 = Container("c1");
+  const std::string bundle = (bundles_ / "c1").string();
+  auto checkpoint = [&](const std::string& image, const std::string& work = "",
+                        const std::string& parent = "") {
+    return CheckSpawn(policy, SpawnOptions{.argv = c1.Checkpoint({.id = "c1",
+                                                                  .image_path = image,
+                                                                  .work_path = work,
+                                                                  .parent_path = parent})});
+  };
+  EXPECT_TRUE(checkpoint((outside / "cp1").string()).ok())
+      << checkpoint((outside / "cp1").string()).ToString();
+  EXPECT_TRUE(checkpoint((outside / "cp2").string(), "", "../cp1").ok());
+  for (auto [image, work, parent] : {std::tuple<std::string, std::string, std::string>{
+                                         (writable / "tmp" / "cp").string(), "", ""},
+                                     {(outside / "into" / "cp").string(), "", ""},
+                                     {writable.string(), "", ""},
+                                     {(outside / "cp").string(), (writable / "work").string(), ""},
+                                     {(outside / "cp").string(), "", "../../hull-run/tmp"},
+                                     {"/proc", "", ""},
+                                     {"relative/cp", "", ""}}) {
+    EXPECT_EQ(checkpoint(image, work, parent).code(), Code::kPermissionDenied)
+        << image << " " << work << " " << parent;
+  }
+  runtime::CreateRequest restore{.id = "c1",
+                                 .bundle = bundle,
+                                 .pid_file = bundle + "/init.pid",
+                                 .checkpoint = (writable / "tmp" / "cp").string()};
+  EXPECT_EQ(CheckSpawn(policy, SpawnOptions{.argv = c1.Restore(restore)}).code(),
+            Code::kPermissionDenied);
+  restore.checkpoint = (outside / "cp1").string();
+  EXPECT_TRUE(CheckSpawn(policy, SpawnOptions{.argv = c1.Restore(restore)}).ok());
+}
+
 TEST_F(SpawnPolicyTest, EverythingElseIsRefused) {
   const ArgvBuilder c1 = Container("c1");
   const std::string bundle = (bundles_ / "c1").string();
