@@ -54,6 +54,49 @@ bool IsPodBundle(const SpawnPolicy& policy, const std::string& dir) {
   return !ec && !sandbox_ec && real == sandbox;
 }
 
+// A Sandbox API pod's hull-sandbox spec is the server's own (made from
+// containerd's request, in the one directory of its bundle it writes): it
+// must have the shape SandboxContainerSpec gives it. hull's pause as the
+// process, the bundle's rootfs as the root, no bind mount (the gofer would
+// serve that host tree to the sandbox), no host device, no hook (the
+// runtime runs hooks on the host, as root).
+Status CheckSandboxSpec(const Argv& argv, const std::string& bundle) {
+  Result<std::string> text = ReadFile(bundle + "/config.json");
+  if (!text) return Refused(argv, "the sandbox's spec cannot be read");
+  const nlohmann::json spec = nlohmann::json::parse(*text, nullptr, false);
+  if (!spec.is_object()) return Refused(argv, "the sandbox's spec is not a JSON object");
+  const auto process = spec.find("process");
+  if (process == spec.end() || !process->is_object() ||
+      process->value("args", nlohmann::json()) != nlohmann::json::array({"/pause"})) {
+    return Refused(argv, "the sandbox's process is not hull's pause");
+  }
+  const auto root = spec.find("root");
+  if (root == spec.end() || !root->is_object() ||
+      root->value("path", nlohmann::json()) != nlohmann::json("rootfs")) {
+    return Refused(argv, "the sandbox's root is not its bundle's rootfs");
+  }
+  if (spec.contains("hooks") && !spec["hooks"].empty()) {
+    return Refused(argv, "the sandbox's spec has hooks");
+  }
+  if (const auto mounts = spec.find("mounts"); mounts != spec.end()) {
+    if (!mounts->is_array()) return Refused(argv, "the sandbox's mounts are malformed");
+    for (const auto& m : *mounts) {
+      bool bind = !m.is_object() || m.value("type", nlohmann::json("")) == nlohmann::json("bind");
+      if (m.is_object() && m.contains("options") && m["options"].is_array()) {
+        for (const auto& option : m["options"]) {
+          if (option == "bind" || option == "rbind") bind = true;
+        }
+      }
+      if (bind) return Refused(argv, "the sandbox's spec binds a host path");
+    }
+  }
+  if (spec.contains("linux") && spec["linux"].is_object() && spec["linux"].contains("devices") &&
+      !spec["linux"]["devices"].empty()) {
+    return Refused(argv, "the sandbox's spec names host devices");
+  }
+  return Status::Ok();
+}
+
 // An exec's process (its file written for the server by the spawner, its
 // content the server's) is bounded by its container's own, from the
 // bundle's config.json (containerd's: the bundles are read-only to the
@@ -149,6 +192,9 @@ Status CheckRuntimeCall(const SpawnPolicy& policy, const SpawnOptions& options) 
     const std::string* bundle = ValueOf(argv, prefix.size(), argv.size(), "--bundle");
     if (bundle == nullptr || !IsPodBundle(policy, *bundle)) {
       return Refused(argv, "the bundle is not one of this namespace's");
+    }
+    if (!InBundleDirs(policy.bundles, *bundle, "")) {  // the pod's hull-sandbox
+      HULL_RETURN_IF_ERROR(CheckSandboxSpec(argv, *bundle));
     }
   }
   // The files the runtime writes or reads as root for the server: only

@@ -253,10 +253,32 @@ TEST_F(SpawnPolicyTest, TheSandboxApiPodsOwnBundlePasses) {
     return ArgvBuilder(policy_->runtime->flavour(), config)
         .Create({.id = "s", .bundle = dir.string(), .pid_file = (dir / "init.pid").string()});
   };
+  // The shape SandboxContainerSpec gives it.
+  const std::string pause = R"({"process":{"args":["/pause"],"cwd":"/"},
+      "root":{"path":"rootfs","readonly":true},
+      "mounts":[{"destination":"/proc","type":"proc","source":"proc"}],
+      "linux":{"namespaces":[{"type":"pid"}]}})";
+  std::ofstream(sandbox / "config.json") << pause;
   EXPECT_EQ(Check(create_in(sandbox)).code(), Code::kPermissionDenied);  // not named yet
   policy_->sandbox_bundle = sandbox.string();
   EXPECT_TRUE(Check(create_in(sandbox)).ok()) << Check(create_in(sandbox)).ToString();
   EXPECT_EQ(Check(create_in(bundles_ / "c1" / "other")).code(), Code::kPermissionDenied);
+  // The server writes that spec: anything but the pause's shape is refused.
+  for (const std::string& spec :
+       {std::string(R"({"process":{"args":["/bin/sh"]},"root":{"path":"rootfs"}})"),
+        std::string(R"({"process":{"args":["/pause"]},"root":{"path":"/"}})"),
+        std::string(R"({"process":{"args":["/pause"]},"root":{"path":"rootfs"},
+               "mounts":[{"destination":"/host","type":"bind","source":"/"}]})"),
+        std::string(R"({"process":{"args":["/pause"]},"root":{"path":"rootfs"},
+               "mounts":[{"destination":"/host","type":"none","source":"/","options":["rbind"]}]})"),
+        std::string(R"({"process":{"args":["/pause"]},"root":{"path":"rootfs"},
+               "hooks":{"createRuntime":[{"path":"/bin/sh"}]}})"),
+        std::string(R"({"process":{"args":["/pause"]},"root":{"path":"rootfs"},
+               "linux":{"devices":[{"path":"/dev/sda","type":"b","major":8,"minor":0}]}})"),
+        std::string("[]")}) {
+    std::ofstream(sandbox / "config.json", std::ios::trunc) << spec;
+    EXPECT_EQ(Check(create_in(sandbox)).code(), Code::kPermissionDenied) << spec;
+  }
 }
 
 TEST_F(SpawnPolicyTest, AVmPodStartsNoOciRuntime) {
