@@ -194,7 +194,9 @@ Result<std::shared_ptr<OciCliBackend::PendingStart>> OciCliBackend::Hold(const C
 
 void OciCliBackend::Create(const CreateRequest& req, Done done) {
   if (argv_.flavour().sandbox_kernel && !req.bundle.empty()) {
-    Status fit = FitBundleToSandboxKernel(req.bundle + "/config.json", req.joins_sandbox);
+    const std::string config_json = req.bundle + "/config.json";
+    Status fit = fit_kernel_ ? fit_kernel_(config_json, req.joins_sandbox)
+                             : FitBundleToSandboxKernel(config_json, req.joins_sandbox);
     if (!fit.ok()) return PostDone(std::move(done), fit.WithContext("create " + req.id));
   }
   if (argv_.flavour().spec_version_max == nullptr || req.bundle.empty()) {

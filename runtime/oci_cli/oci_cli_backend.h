@@ -50,6 +50,11 @@ class OciCliBackend final : public Backend {
   using FitSpec = std::function<Status(const std::string& config_json, std::string_view runtime_max,
                                        std::string_view runtime)>;
   void set_fit_spec(FitSpec fit) { fit_spec_ = std::move(fit); }
+  // Fits a bundle's config.json to a sandbox kernel (runsc:
+  // FitBundleToSandboxKernel in this process unless set; a confined
+  // server's spawner's).
+  using FitKernel = std::function<Status(const std::string& config_json, bool joins_sandbox)>;
+  void set_fit_kernel(FitKernel fit) { fit_kernel_ = std::move(fit); }
   // Removes the lock files runsc leaves of a deleted sandbox in `root`
   // (RemoveOrphanRunscLocks in this process unless set; a confined server's
   // spawner's, since the root is not its to write).
@@ -235,6 +240,7 @@ class OciCliBackend final : public Backend {
   // when the runtime could not say (the spec then goes as it is).
   std::optional<std::string> spec_version_max_;
   FitSpec fit_spec_;
+  FitKernel fit_kernel_;
   RemoveLocks remove_locks_;
   void RemoveLocksOf(const std::string& root, const std::string& sandbox) const {
     if (remove_locks_) return remove_locks_(root, sandbox);

@@ -89,6 +89,9 @@ Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
                                     std::string_view runtime) {
       return FitBundleSpecVia(spawner, config_json, runtime_max, runtime);
     });
+    backend->set_fit_kernel([spawner](const std::string& config_json, bool joins_sandbox) {
+      return FitBundleToSandboxKernelVia(spawner, config_json, joins_sandbox);
+    });
     backend->set_remove_locks([spawner](const std::string&, const std::string& sandbox) {
       RemoveRunscLocksVia(spawner, sandbox).IgnoreError();
     });

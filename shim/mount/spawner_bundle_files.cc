@@ -11,6 +11,7 @@
 #include "base/spawner_wire.h"
 #include "base/unique_fd.h"
 #include "runtime/oci_cli/oci_cli_backend.h"
+#include "runtime/oci_cli/sandbox_kernel_spec.h"
 #include "runtime/oci_cli/spec_version.h"
 #include "shim/backend/vm/vm_backend.h"
 #include "shim/mount/spawner_mounts.h"
@@ -28,6 +29,7 @@ constexpr uint8_t kWrite = 'w';
 constexpr uint8_t kRemove = 'r';
 constexpr uint8_t kFitSpec = 'f';
 constexpr uint8_t kRemoveLocks = 'l';
+constexpr uint8_t kFitKernel = 'k';
 
 int ModeOf(std::string_view name) {
   return name.ends_with(".process.json") ? 0600 : 0644;
@@ -78,17 +80,23 @@ Result<pid_t> BundleFileEntry(const std::vector<std::string>& bundles,
     runtime::oci_cli::RemoveOrphanRunscLocks(lock_root, sandbox);
     return 0;
   }
+  uint8_t joins = 0;
   if (!r.U8(op) || !r.Str(path) || ((op == kWrite || op == kFitSpec) && !r.Str(content)) ||
-      (op == kFitSpec && !r.Str(runtime)) || !r.done() ||
-      (op != kWrite && op != kRemove && op != kFitSpec)) {
+      (op == kFitSpec && !r.Str(runtime)) || (op == kFitKernel && !r.U8(joins)) || !r.done() ||
+      (op != kWrite && op != kRemove && op != kFitSpec && op != kFitKernel)) {
     return InvalidArgumentError("bundle-file: malformed spawner request");
   }
   const fs::path p(path);
   const std::string name = p.filename().string();
-  if (op == kFitSpec ? name != "config.json" : !IsHullBundleFile(name)) {
+  const bool fit = op == kFitSpec || op == kFitKernel;
+  if (fit ? name != "config.json" : !IsHullBundleFile(name)) {
     return PermissionDeniedError("bundle file " + path + " refused: not a file hull keeps there");
   }
   HULL_ASSIGN_OR_RETURN(UniqueFd dir, OpenBundleOf(bundles, sandbox_bundle, p));
+  if (op == kFitKernel) {
+    return runtime::oci_cli::FitBundleToSandboxKernel(
+        "/proc/self/fd/" + std::to_string(dir.get()) + "/config.json", joins != 0);
+  }
   if (op == kFitSpec) {
     // Through the directory checked: its config.json, however it was named.
     return runtime::oci_cli::FitBundleSpecVersion(
@@ -182,6 +190,19 @@ Status FitBundleSpecVia(SpawnerClient* spawner, const std::string& config_json,
   w.Str(config_json);
   w.Str(runtime_max);
   w.Str(runtime);
+  Result<pid_t> done = spawner->Run(kBundleFileSpawnerEntry, w.Take(), {});
+  return done ? Status::Ok() : done.error();
+}
+
+Status FitBundleToSandboxKernelVia(SpawnerClient* spawner, const std::string& config_json,
+                                   bool joins_sandbox) {
+  if (spawner == nullptr) {
+    return runtime::oci_cli::FitBundleToSandboxKernel(config_json, joins_sandbox);
+  }
+  Writer w;
+  w.U8(kFitKernel);
+  w.Str(config_json);
+  w.U8(joins_sandbox ? 1 : 0);
   Result<pid_t> done = spawner->Run(kBundleFileSpawnerEntry, w.Take(), {});
   return done ? Status::Ok() : done.error();
 }

@@ -38,6 +38,12 @@ Status WriteBundleFileVia(SpawnerClient* spawner, const std::string& path,
                           std::string_view content);
 Status RemoveBundleFileVia(SpawnerClient* spawner, const std::string& path);
 
+// FitBundleToSandboxKernel of `config_json` (a bundle's config.json), by
+// `spawner`: runsc's checks, and a joining container's pid namespace path
+// removed.
+Status FitBundleToSandboxKernelVia(SpawnerClient* spawner, const std::string& config_json,
+                                   bool joins_sandbox);
+
 // RemoveOrphanRunscLocks of `sandbox` (an id, no path) in the entry's
 // lock root, by `spawner`.
 Status RemoveRunscLocksVia(SpawnerClient* spawner, const std::string& sandbox);

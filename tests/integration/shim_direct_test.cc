@@ -324,8 +324,8 @@ TEST_F(ShimDirectTest, AnExecWithMoreThanItsContainerIsRefused) {
     ASSERT_FALSE(refused.has_value()) << exec_id;
     EXPECT_EQ(refused.error().code(), Code::kPermissionDenied) << refused.error().ToString();
   }
-  auto ran = exec("copy", R"({"args":["true"],"cwd":"/","noNewPrivileges":true,
-      "capabilities":{"bounding":["CAP_KILL"],"effective":["CAP_KILL"]}})");
+  auto ran = exec("copy", R"({"args":["true"],"cwd":"/","env":["PATH=/bin"],"noNewPrivileges":true,
+      "capabilities":{"bounding":["CAP_KILL"],"effective":["CAP_KILL"],"permitted":["CAP_KILL"]}})");
   ASSERT_TRUE(ran.has_value()) << ran.error().ToString();
   EXPECT_GT(ran->pid(), 0u);
   tv2::DeleteRequest del;

@@ -151,6 +151,22 @@ TEST_F(SpawnerBundleFilesTest, FitsABundlesSpecVersionOnly) {
         << path;
   }
   EXPECT_EQ(*ReadFile(elsewhere.string()), R"({"ociVersion":"1.2.0"})");
+
+  // runsc's fit: a container joining the sandbox leaves its pid namespace
+  // path; what runsc cannot do is refused with the reason.
+  std::ofstream(c1 / "config.json", std::ios::trunc)
+      << R"({"linux":{"namespaces":[{"type":"pid","path":"/proc/42/ns/pid"},{"type":"ipc"},
+          {"type":"uts"},{"type":"mount"},{"type":"network"}]}})";
+  fit = FitBundleToSandboxKernelVia(spawner_.get(), (c1 / "config.json").string(), true);
+  ASSERT_TRUE(fit.ok()) << fit.ToString();
+  EXPECT_EQ(ReadFile((c1 / "config.json").string())->find("/proc/42"), std::string::npos);
+  std::ofstream(c1 / "config.json", std::ios::trunc)
+      << R"({"linux":{"namespaces":[{"type":"pid"},{"type":"ipc"},{"type":"uts"},
+          {"type":"mount"},{"type":"network"}],"sysctl":{"kernel.shm_rmid_forced":"1"}}})";
+  fit = FitBundleToSandboxKernelVia(spawner_.get(), (c1 / "config.json").string(), false);
+  EXPECT_EQ(fit.code(), Code::kInvalidArgument) << fit.ToString();
+  EXPECT_EQ(FitBundleToSandboxKernelVia(spawner_.get(), elsewhere.string(), true).code(),
+            Code::kPermissionDenied);
 }
 
 TEST(IsHullBundleFileTest, OnlyHullsNames) {
