@@ -29,6 +29,17 @@ Result<std::string> ReadFile(const std::string& path) {
   return ReadAll(fd.get(), path);
 }
 
+Status WriteAll(int fd, std::string_view data, std::string_view name) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("write", std::string(name));
+    off += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
 Status WriteFileAtomic(const std::string& path, std::string_view data, int mode) {
   std::string tmp;
   auto slash = path.rfind('/');
@@ -36,16 +47,9 @@ Status WriteFileAtomic(const std::string& path, std::string_view data, int mode)
         path.substr(slash == std::string::npos ? 0 : slash + 1) + ".tmp";
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
   if (!fd) return ErrnoError("create", tmp);
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd.get(), data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status s = ErrnoError("write", tmp);
-      ::unlink(tmp.c_str());
-      return s;
-    }
-    off += static_cast<size_t>(n);
+  if (Status s = WriteAll(fd.get(), data, tmp); !s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
   }
   fd.reset();
   if (::rename(tmp.c_str(), path.c_str()) != 0) {

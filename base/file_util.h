@@ -17,6 +17,10 @@ Result<std::string> ReadAll(int fd, std::string_view name);
 // The whole file. NotFound if it does not exist.
 Result<std::string> ReadFile(const std::string& path);
 
+// Writes all of `data` to `fd`, retrying short writes and EINTR; `name`
+// names the file in errors.
+Status WriteAll(int fd, std::string_view data, std::string_view name);
+
 // Writes `data` to `path` through a temporary file in the same directory and
 // a rename, so a reader sees the old content or the new, never a part.
 Status WriteFileAtomic(const std::string& path, std::string_view data, int mode = 0644);

@@ -325,7 +325,11 @@ void OciCliBackend::Exec(const ExecRequest& req, Done done) {
           // (SignalExec). Without one they go to the host-side proxy.
           const std::string path = InternalPidFile(pid_file);
           Result<std::string> text = ReadFile(path);
-          ::unlink(path.c_str());
+          if (remove_file_) {
+            remove_file_(path);
+          } else {
+            ::unlink(path.c_str());
+          }
           const long pid = text ? std::strtol(text->c_str(), nullptr, 10) : 0;
           if (auto it = containers_.find(id); pid > 0 && it != containers_.end()) {
             it->second.exec_internal_pids[exec_id] = static_cast<pid_t>(pid);

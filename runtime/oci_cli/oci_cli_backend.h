@@ -60,6 +60,11 @@ class OciCliBackend final : public Backend {
   // spawner's, since the root is not its to write).
   using RemoveLocks = std::function<void(const std::string& root, const std::string& sandbox)>;
   void set_remove_locks(RemoveLocks remove) { remove_locks_ = std::move(remove); }
+  // Removes a file hull keeps in a bundle, an exec's internal pid file
+  // (unlink in this process unless set; a confined server's spawner's,
+  // since the bundles are read-only to it).
+  using RemoveFile = std::function<void(const std::string& path)>;
+  void set_remove_file(RemoveFile remove) { remove_file_ = std::move(remove); }
 
   // Nothing to prepare or tear down when the pause container is the sandbox.
   // For the Sandbox API (`req.spec` set) a runtime with a sandbox process
@@ -242,6 +247,7 @@ class OciCliBackend final : public Backend {
   FitSpec fit_spec_;
   FitKernel fit_kernel_;
   RemoveLocks remove_locks_;
+  RemoveFile remove_file_;
   void RemoveLocksOf(const std::string& root, const std::string& sandbox) const {
     if (remove_locks_) return remove_locks_(root, sandbox);
     RemoveOrphanRunscLocks(root, sandbox);

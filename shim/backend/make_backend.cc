@@ -95,6 +95,8 @@ Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
     backend->set_remove_locks([spawner](const std::string&, const std::string& sandbox) {
       RemoveRunscLocksVia(spawner, sandbox).IgnoreError();
     });
+    backend->set_remove_file(
+        [spawner](const std::string& path) { RemoveBundleFileVia(spawner, path).IgnoreError(); });
   }
   return std::unique_ptr<Backend>(std::move(backend));
 }

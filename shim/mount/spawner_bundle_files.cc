@@ -119,16 +119,9 @@ Result<pid_t> BundleFileEntry(const std::vector<std::string>& bundles,
   UniqueFd fd(::openat(at.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                        ModeOf(name)));
   if (!fd) return ErrnoError("create", p.parent_path().string() + "/" + tmp);
-  size_t off = 0;
-  while (off < content.size()) {
-    ssize_t n = ::write(fd.get(), content.data() + off, content.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status s = ErrnoError("write", path);
-      ::unlinkat(at.get(), tmp.c_str(), 0);
-      return s;
-    }
-    off += static_cast<size_t>(n);
+  if (Status s = WriteAll(fd.get(), content, path); !s.ok()) {
+    ::unlinkat(at.get(), tmp.c_str(), 0);
+    return s;
   }
   fd.reset();
   if (::renameat(at.get(), tmp.c_str(), at.get(), name.c_str()) != 0) {
@@ -139,12 +132,19 @@ Result<pid_t> BundleFileEntry(const std::vector<std::string>& bundles,
   return 0;
 }
 
+// Sends one request to the spawner's bundle-file entry.
+Status RunBundleEntry(SpawnerClient* spawner, Writer w) {
+  Result<pid_t> done = spawner->Run(kBundleFileSpawnerEntry, w.Take(), {});
+  return done ? Status::Ok() : done.error();
+}
+
 }  // namespace
 
 bool IsHullBundleFile(std::string_view name) {
   if (name == vm::kVmRecordFile || name == kPodSizeFile || name == kPodCgroupFile) return true;
   if (name.empty() || name[0] == '.' || name.find('/') != std::string_view::npos) return false;
-  for (std::string_view suffix : {std::string_view(".pid"), std::string_view(".process.json")}) {
+  for (std::string_view suffix : {std::string_view(".pid"), std::string_view(".pid.internal"),
+                                  std::string_view(".process.json")}) {
     if (name.size() > suffix.size() && name.ends_with(suffix)) return true;
   }
   return false;
@@ -164,8 +164,7 @@ Status RemoveRunscLocksVia(SpawnerClient* spawner, const std::string& sandbox) {
   Writer w;
   w.U8(kRemoveLocks);
   w.Str(sandbox);
-  Result<pid_t> done = spawner->Run(kBundleFileSpawnerEntry, w.Take(), {});
-  return done ? Status::Ok() : done.error();
+  return RunBundleEntry(spawner, std::move(w));
 }
 
 Status WriteBundleFileVia(SpawnerClient* spawner, const std::string& path,
@@ -176,8 +175,7 @@ Status WriteBundleFileVia(SpawnerClient* spawner, const std::string& path,
   w.U8(kWrite);
   w.Str(path);
   w.Str(content);
-  Result<pid_t> done = spawner->Run(kBundleFileSpawnerEntry, w.Take(), {});
-  return done ? Status::Ok() : done.error();
+  return RunBundleEntry(spawner, std::move(w));
 }
 
 Status FitBundleSpecVia(SpawnerClient* spawner, const std::string& config_json,
@@ -190,8 +188,7 @@ Status FitBundleSpecVia(SpawnerClient* spawner, const std::string& config_json,
   w.Str(config_json);
   w.Str(runtime_max);
   w.Str(runtime);
-  Result<pid_t> done = spawner->Run(kBundleFileSpawnerEntry, w.Take(), {});
-  return done ? Status::Ok() : done.error();
+  return RunBundleEntry(spawner, std::move(w));
 }
 
 Status FitBundleToSandboxKernelVia(SpawnerClient* spawner, const std::string& config_json,
@@ -203,8 +200,7 @@ Status FitBundleToSandboxKernelVia(SpawnerClient* spawner, const std::string& co
   w.U8(kFitKernel);
   w.Str(config_json);
   w.U8(joins_sandbox ? 1 : 0);
-  Result<pid_t> done = spawner->Run(kBundleFileSpawnerEntry, w.Take(), {});
-  return done ? Status::Ok() : done.error();
+  return RunBundleEntry(spawner, std::move(w));
 }
 
 Status RemoveBundleFileVia(SpawnerClient* spawner, const std::string& path) {
@@ -215,8 +211,7 @@ Status RemoveBundleFileVia(SpawnerClient* spawner, const std::string& path) {
   Writer w;
   w.U8(kRemove);
   w.Str(path);
-  Result<pid_t> done = spawner->Run(kBundleFileSpawnerEntry, w.Take(), {});
-  return done ? Status::Ok() : done.error();
+  return RunBundleEntry(spawner, std::move(w));
 }
 
 }  // namespace hull::shim

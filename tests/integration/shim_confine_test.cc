@@ -235,6 +235,11 @@ TEST_P(HullConfinedTest, ServerSeesTheHostAndItsBundlesReadOnly) {
   // files in the bundle.
   r = Ctr({"task", "exec", "--exec-id", "e1", "t1", "true"});
   EXPECT_TRUE(r.ok()) << r.Describe();
+  // ...and removing them once the exec is gone (its process file, its pid
+  // file and runsc's internal pid file).
+  for (const auto& entry : fs::directory_iterator(Bundle("t1"))) {
+    EXPECT_FALSE(entry.path().filename().string().starts_with("e1.")) << entry.path();
+  }
 
   const std::string log = containerd_->dir() + "/logs/t2.log";
   r = Run({"--rm", "--log-uri", "file://" + log}, "t2", {"echo", "into-a-file"});

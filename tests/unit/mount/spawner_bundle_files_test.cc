@@ -170,12 +170,14 @@ TEST_F(SpawnerBundleFilesTest, FitsABundlesSpecVersionOnly) {
 }
 
 TEST(IsHullBundleFileTest, OnlyHullsNames) {
-  for (std::string_view name : {"hull-vm.json", "hull-pod-size.json", "hull-pod-cgroup.json",
-                                "init.pid", "exec-1.pid", "exec-1.process.json"}) {
+  for (std::string_view name :
+       {"hull-vm.json", "hull-pod-size.json", "hull-pod-cgroup.json", "init.pid", "exec-1.pid",
+        "exec-1.pid.internal", "exec-1.process.json"}) {
     EXPECT_TRUE(IsHullBundleFile(name)) << name;
   }
-  for (std::string_view name : {"config.json", "address", "hull-config.toml", "log.json", ".pid",
-                                ".process.json", "pid", "a/b.pid", "", "x.pid.internal"}) {
+  for (std::string_view name :
+       {"config.json", "address", "hull-config.toml", "log.json", ".pid", ".process.json", "pid",
+        "a/b.pid", "", ".pid.internal", "x.internal"}) {
     EXPECT_FALSE(IsHullBundleFile(name)) << name;
   }
 }
