@@ -237,22 +237,18 @@ std::map<std::string, std::string> Fields(const std::string& value) {
 
 // `path` is a file QEMU may open or create: `<kRunRoot>/<id>/<name>` of the
 // pod, `<kTemplateRoot>/<dir>/<name>` of a template (a template VM's
-// sockets, console and share; a clone's RAM file), or, when `console_log`
-// is set, the console log in the pod's bundle. The directory holding it is
+// sockets, console and share; a clone's RAM file). The directory holding it is
 // reached by no symlink, and it is no symlink itself: QEMU opens it with its
 // capabilities, so a server must not point it at a host file. (What the
 // server changes between this check and QEMU's open is for item 4's chroot
 // to close: docs/security.md, "Not done".)
-bool QemuPathAllowed(const VmPod& pod, const std::string& path, bool console_log = false) {
+bool QemuPathAllowed(const VmPod& pod, const std::string& path) {
   const fs::path p(path);
   if (!p.is_absolute() || p.lexically_normal() != p || p.filename().empty()) return false;
   const fs::path dir = p.parent_path();
   const bool allowed =
       (dir.parent_path() == fs::path(kRunRoot) && pod.ids.contains(dir.filename().string())) ||
-      (dir.parent_path() == fs::path(kTemplateRoot)) ||
-      (console_log && p.filename() == kConsoleLogFile &&
-       pod.ids.contains(dir.filename().string()) &&
-       InBundleDirs(pod.bundles, path, kConsoleLogFile));
+      (dir.parent_path() == fs::path(kTemplateRoot));
   if (!allowed) return false;
   // A directory that is not there yet cannot lead anywhere (QEMU fails).
   Result<std::string> real_dir = RealPath(dir.string());
@@ -280,7 +276,7 @@ bool QemuOptionAllowed(const QemuRule& rule, const std::string& option, const st
              value == "socket,id=qmp,fd=" + std::to_string(kQmpFd) + ",server=on,wait=off";
     }
     return (value.starts_with("file,") || value.starts_with("socket,")) &&
-           QemuPathAllowed(pod, field("path"), value.starts_with("file,"));
+           QemuPathAllowed(pod, field("path"));
   }
   if (option == "-add-fd") {
     const std::string fd = std::to_string(kConsoleFd);

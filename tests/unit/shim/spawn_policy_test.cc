@@ -49,7 +49,7 @@ class SpawnPolicyTest : public ::testing::Test {
                                .jail = vm::QemuJail(options, {}),
                                .pod = vm::ReadVmPod((bundles_ / "pod1").string())};
     pod = vm::VmPaths{.agent_socket = run + "/agent.sock",
-                      .console_log = (bundles_ / "pod1" / "vm-console.log").string(),
+                      .console_log = run + "/vm-console.log",
                       .share_dir = run + "/share"};
     if (!assets.share_helper.empty()) {
       pod.agent_fd = vm::kAgentFd;
@@ -344,6 +344,8 @@ TEST_F(SpawnPolicyTest, QemuStartsOnlyAsTheVmBackendMakesIt) {
   refused(with("-netdev", "tap,id=n1,script=/tmp/x.sh"), "a script QEMU would run");
   refused(with("-device", "vfio-pci,host=00:02.0"), "a host device");
   refused(with("-chardev", "file,id=c2,path=/etc/cron.d/x"), "a host file to write");
+  refused(with("-chardev", "file,id=c2,path=" + (bundles_ / "pod1" / "vm-console.log").string()),
+          "a console log in the pod's bundle (the spawner's to write, never QEMU's)");
   refused(with("-object", "memory-backend-file,id=r2,size=1M,mem-path=/etc/passwd"),
           "host RAM file");
   refused(with("-machine", "memory-backend=ram0,dump-guest-core=on"), "a machine property");
