@@ -192,11 +192,21 @@ Result<std::shared_ptr<OciCliBackend::PendingStart>> OciCliBackend::Hold(const C
   return pending;
 }
 
+OciCliBackend::HostWrites OciCliBackend::LocalHostWrites() {
+  return HostWrites{.fit_spec =
+                        [](const std::string& config_json, std::string_view runtime_max,
+                           std::string_view runtime) {
+                          return FitBundleSpecVersion(config_json, runtime_max, runtime, nullptr);
+                        },
+                    .fit_kernel = FitBundleToSandboxKernel,
+                    .remove_locks = RemoveOrphanRunscLocks,
+                    .remove_file = [](const std::string& path) { ::unlink(path.c_str()); }};
+}
+
 void OciCliBackend::Create(const CreateRequest& req, Done done) {
   if (argv_.flavour().sandbox_kernel && !req.bundle.empty()) {
     const std::string config_json = req.bundle + "/config.json";
-    Status fit = fit_kernel_ ? fit_kernel_(config_json, req.joins_sandbox)
-                             : FitBundleToSandboxKernel(config_json, req.joins_sandbox);
+    Status fit = writes_.fit_kernel(config_json, req.joins_sandbox);
     if (!fit.ok()) return PostDone(std::move(done), fit.WithContext("create " + req.id));
   }
   if (argv_.flavour().spec_version_max == nullptr || req.bundle.empty()) {
@@ -238,9 +248,7 @@ void OciCliBackend::CreateFrom(CreateStep step, std::shared_ptr<PendingStart> he
     case CreateStep::kFitSpec: {
       if (!spec_version_max_->empty()) {
         const std::string config_json = held->req.bundle + "/config.json";
-        Status fit = fit_spec_ ? fit_spec_(config_json, *spec_version_max_, argv_.flavour().name)
-                               : FitBundleSpecVersion(config_json, *spec_version_max_,
-                                                      argv_.flavour().name, nullptr);
+        Status fit = writes_.fit_spec(config_json, *spec_version_max_, argv_.flavour().name);
         if (!fit.ok()) return PostDone(std::move(done), fit.WithContext("create " + id));
       }
       return CreateFrom(CreateStep::kRuntimeCreate, std::move(held), std::move(done));
@@ -325,11 +333,7 @@ void OciCliBackend::Exec(const ExecRequest& req, Done done) {
           // (SignalExec). Without one they go to the host-side proxy.
           const std::string path = InternalPidFile(pid_file);
           Result<std::string> text = ReadFile(path);
-          if (remove_file_) {
-            remove_file_(path);
-          } else {
-            ::unlink(path.c_str());
-          }
+          writes_.remove_file(path);
           const long pid = text ? std::strtol(text->c_str(), nullptr, 10) : 0;
           if (auto it = containers_.find(id); pid > 0 && it != containers_.end()) {
             it->second.exec_internal_pids[exec_id] = static_cast<pid_t>(pid);
@@ -427,7 +431,7 @@ void OciCliBackend::DeleteSandboxLast(const std::string& id, bool force, Done do
               [this, root = ArgvFor(id).config().root, id, done = std::move(done)](Status s,
                                                                                    CommandResult) {
                 if (s.ok() || s.code() == Code::kNotFound) {
-                  RemoveLocksOf(root, id);
+                  writes_.remove_locks(root, id);
                   s = Status();
                 }
                 done(std::move(s));

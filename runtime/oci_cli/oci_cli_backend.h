@@ -43,28 +43,27 @@ class OciCliBackend final : public Backend {
   OciCliBackend(EventLoop& loop, Reaper& reaper, ArgvBuilder argv);
   ~OciCliBackend() override;
 
-  // Fits a bundle's config.json to the runtime's runtime-spec version
-  // (`runtime_max`): FitBundleSpecVersion in this process unless set. A
-  // confined server sets its spawner's, since its bundles are not its to
-  // write.
-  using FitSpec = std::function<Status(const std::string& config_json, std::string_view runtime_max,
-                                       std::string_view runtime)>;
-  void set_fit_spec(FitSpec fit) { fit_spec_ = std::move(fit); }
-  // Fits a bundle's config.json to a sandbox kernel (runsc:
-  // FitBundleToSandboxKernel in this process unless set; a confined
-  // server's spawner's).
-  using FitKernel = std::function<Status(const std::string& config_json, bool joins_sandbox)>;
-  void set_fit_kernel(FitKernel fit) { fit_kernel_ = std::move(fit); }
-  // Removes the lock files runsc leaves of a deleted sandbox in `root`
-  // (RemoveOrphanRunscLocks in this process unless set; a confined server's
-  // spawner's, since the root is not its to write).
-  using RemoveLocks = std::function<void(const std::string& root, const std::string& sandbox)>;
-  void set_remove_locks(RemoveLocks remove) { remove_locks_ = std::move(remove); }
-  // Removes a file hull keeps in a bundle, an exec's internal pid file
-  // (unlink in this process unless set; a confined server's spawner's,
-  // since the bundles are read-only to it).
-  using RemoveFile = std::function<void(const std::string& path)>;
-  void set_remove_file(RemoveFile remove) { remove_file_ = std::move(remove); }
+  // What the backend writes besides the runtime's own calls. Each is done
+  // in this process unless replaced (LocalHostWrites); a confined server,
+  // whose bundles and runtime root are read-only to it, replaces them all
+  // with its spawner's (shim/mount/spawner_bundle_files.h).
+  struct HostWrites {
+    // Fits a bundle's config.json to the runtime's runtime-spec version
+    // (`runtime_max`; FitBundleSpecVersion).
+    std::function<Status(const std::string& config_json, std::string_view runtime_max,
+                         std::string_view runtime)>
+        fit_spec;
+    // Fits a bundle's config.json to a sandbox kernel (runsc;
+    // FitBundleToSandboxKernel).
+    std::function<Status(const std::string& config_json, bool joins_sandbox)> fit_kernel;
+    // Removes the lock files runsc leaves of a deleted sandbox in `root`
+    // (RemoveOrphanRunscLocks).
+    std::function<void(const std::string& root, const std::string& sandbox)> remove_locks;
+    // Removes a file hull keeps in a bundle: an exec's internal pid file.
+    std::function<void(const std::string& path)> remove_file;
+  };
+  static HostWrites LocalHostWrites();
+  void set_host_writes(HostWrites writes) { writes_ = std::move(writes); }
 
   // Nothing to prepare or tear down when the pause container is the sandbox.
   // For the Sandbox API (`req.spec` set) a runtime with a sandbox process
@@ -244,14 +243,7 @@ class OciCliBackend final : public Backend {
   // The newest runtime-spec version the runtime takes, once probed; ""
   // when the runtime could not say (the spec then goes as it is).
   std::optional<std::string> spec_version_max_;
-  FitSpec fit_spec_;
-  FitKernel fit_kernel_;
-  RemoveLocks remove_locks_;
-  RemoveFile remove_file_;
-  void RemoveLocksOf(const std::string& root, const std::string& sandbox) const {
-    if (remove_locks_) return remove_locks_(root, sandbox);
-    RemoveOrphanRunscLocks(root, sandbox);
-  }
+  HostWrites writes_ = LocalHostWrites();
   bool destroying_ = false;
 };
 

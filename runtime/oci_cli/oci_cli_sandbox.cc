@@ -142,7 +142,7 @@ void OciCliBackend::DestroySandboxNow() {
     // Best effort: the server is ending and nobody is left to tell.
     (void)RunBlocking(argv_.Delete(id, /*force=*/true), kDeleteNowTimeout, spawner);
   }
-  RemoveLocksOf(argv_.config().root, sandbox_->id);
+  writes_.remove_locks(argv_.config().root, sandbox_->id);
   RemoveSandboxBundle(sandbox_->dir);
   sandbox_.reset();
 }

@@ -85,18 +85,24 @@ Result<std::unique_ptr<Backend>> MakeBackend(EventLoop& loop, Reaper& reaper,
   HULL_ASSIGN_OR_RETURN(ArgvBuilder argv, PodArgvBuilder(options, ns));
   auto backend = std::make_unique<oci_cli::OciCliBackend>(loop, reaper, std::move(argv));
   if (SpawnerClient* spawner = reaper.spawner()) {
-    backend->set_fit_spec([spawner](const std::string& config_json, std::string_view runtime_max,
-                                    std::string_view runtime) {
-      return FitBundleSpecVia(spawner, config_json, runtime_max, runtime);
-    });
-    backend->set_fit_kernel([spawner](const std::string& config_json, bool joins_sandbox) {
-      return FitBundleToSandboxKernelVia(spawner, config_json, joins_sandbox);
-    });
-    backend->set_remove_locks([spawner](const std::string&, const std::string& sandbox) {
-      RemoveRunscLocksVia(spawner, sandbox).IgnoreError();
-    });
-    backend->set_remove_file(
-        [spawner](const std::string& path) { RemoveBundleFileVia(spawner, path).IgnoreError(); });
+    backend->set_host_writes(oci_cli::OciCliBackend::HostWrites{
+        .fit_spec =
+            [spawner](const std::string& config_json, std::string_view runtime_max,
+                      std::string_view runtime) {
+              return FitBundleSpecVia(spawner, config_json, runtime_max, runtime);
+            },
+        .fit_kernel =
+            [spawner](const std::string& config_json, bool joins_sandbox) {
+              return FitBundleToSandboxKernelVia(spawner, config_json, joins_sandbox);
+            },
+        .remove_locks =
+            [spawner](const std::string&, const std::string& sandbox) {
+              RemoveRunscLocksVia(spawner, sandbox).IgnoreError();
+            },
+        .remove_file =
+            [spawner](const std::string& path) {
+              RemoveBundleFileVia(spawner, path).IgnoreError();
+            }});
   }
   return std::unique_ptr<Backend>(std::move(backend));
 }
