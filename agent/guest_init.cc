@@ -122,6 +122,10 @@ Status InitGuest(const std::string& modules_list) {
   for (const Mount& m : kMounts) HULL_RETURN_IF_ERROR(MountOne(m));
   HULL_RETURN_IF_ERROR(UseConsole());
   HULL_RETURN_IF_ERROR(EnableControllers());
+  // The pods' cgroup parent, made at boot: a template VM has it, so its
+  // clones do not make it again (the controllers' set-up in it is a
+  // kernel path each clone would translate anew under TCG).
+  HULL_RETURN_IF_ERROR(MakePodCgroupIn("/sys/fs/cgroup"));
   // /dev/ptmx for containers with a terminal: the devpts instance's own.
   ::unlink("/dev/ptmx");
   if (::symlink("pts/ptmx", "/dev/ptmx") != 0) return ErrnoError("symlink", "/dev/ptmx");
