@@ -99,8 +99,7 @@ int RunAgent(const AgentOptions& options) {
                                                .runtime_root = options.runtime_root,
                                                .state_dir = options.state_dir,
                                                .log = Log,
-                                               .set_pod_memory_max = SetPodMemoryMax,
-                                               .own_pause = options.own_pause});
+                                               .set_pod_memory_max = SetPodMemoryMax});
   bool powering_off = false;
   // DestroySandbox has been answered, but its reply may still wait in the
   // connection's buffer (the port refuses writes, EAGAIN, until the guest

@@ -27,8 +27,6 @@ struct AgentOptions {
   std::string runtime = "/usr/bin/crun";
   std::string runtime_root = "/run/hull/crun";
   std::string state_dir = "/run/hull/containers";
-  // What runs in place of a pause image's /pause (ContainerOptions).
-  std::string own_pause = "/sbin/hull-pause";
 };
 
 // Runs the agent; returns the process's exit code (it does not return after

@@ -47,9 +47,6 @@ struct ContainerOptions {
   // The guest's cgroup2 mount, where the pod's pause container, which the
   // agent runs itself (agent/held_pause.h), gets its cgroup.
   std::string cgroup_root = "/sys/fs/cgroup";
-  // The program the pod's pause runs in place of a pause image's `/pause`
-  // (agent/held_pause.h); empty: the image's.
-  std::string own_pause;
 };
 
 class ContainerService {

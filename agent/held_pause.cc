@@ -10,7 +10,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -125,7 +124,6 @@ struct ChildPlan {
   int stdio[3] = {-1, -1, -1};
   int last_cap = -1;
   int report = -1;
-  int program = -1;  // exec'd in place of argv[0] when 0 or more
 };
 
 [[noreturn]] void Fail(int report, Stage stage) {
@@ -184,23 +182,12 @@ bool WriteAll(const char* path, const std::string& value) {
   sigset_t none;
   ::sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  // Every descriptor but stdio, the report pipe and the program is closed
-  // here; the pipe and the program are close-on-exec, and the pipe's
-  // closing at the exec tells the agent.
-  unsigned next = 3;
-  for (int keep : {std::min(child.report, child.program), std::max(child.report, child.program)}) {
-    if (keep < 3) continue;
-    if (static_cast<unsigned>(keep) > next) ::close_range(next, static_cast<unsigned>(keep) - 1, 0);
-    next = static_cast<unsigned>(keep) + 1;
-  }
-  ::close_range(next, ~0U, 0);
-  auto* argv = const_cast<char* const*>(child.argv.data());
-  auto* envp = const_cast<char* const*>(child.envp.data());
-  if (child.program >= 0) {
-    ::syscall(SYS_execveat, child.program, "", argv, envp, AT_EMPTY_PATH);
-  } else {
-    ::execve(plan.argv[0].c_str(), argv, envp);
-  }
+  // Every descriptor but stdio and the report pipe is close-on-exec or
+  // closed here; the pipe closes with the exec, which tells the agent.
+  ::close_range(3, static_cast<unsigned>(child.report) - 1, 0);
+  ::close_range(static_cast<unsigned>(child.report) + 1, ~0U, 0);
+  ::execve(plan.argv[0].c_str(), const_cast<char* const*>(child.argv.data()),
+           const_cast<char* const*>(child.envp.data()));
   Fail(child.report, kStageExec);
 }
 
@@ -287,14 +274,12 @@ std::optional<PausePlan> PlanPause(const oci::Spec& spec, std::string* why) {
 
 HeldPauseBackend::HeldPauseBackend(EventLoop& loop, Reaper& reaper,
                                    std::unique_ptr<runtime::Backend> inner, std::string cgroup_root,
-                                   std::function<void(const std::string&)> log,
-                                   std::string own_pause)
+                                   std::function<void(const std::string&)> log)
     : loop_(loop),
       reaper_(reaper),
       inner_(std::move(inner)),
       cgroup_root_(std::move(cgroup_root)),
-      log_(std::move(log)),
-      own_pause_(std::move(own_pause)) {}
+      log_(std::move(log)) {}
 
 HeldPauseBackend::~HeldPauseBackend() {
   if (held_ && !held_->exit_status) {
@@ -312,8 +297,8 @@ void HeldPauseBackend::Post(runtime::Done done, Status status) {
 }
 
 Result<pid_t> HeldPauseBackend::ClonePause(const PausePlan& plan,
-                                           const runtime::ProcessStdio& stdio, int program) {
-  ChildPlan child{.plan = &plan, .program = program};
+                                           const runtime::ProcessStdio& stdio) {
+  ChildPlan child{.plan = &plan};
   for (const std::string& arg : plan.argv) child.argv.push_back(arg.c_str());
   child.argv.push_back(nullptr);
   for (const std::string& var : plan.env) child.envp.push_back(var.c_str());
@@ -377,12 +362,7 @@ void HeldPauseBackend::Create(const runtime::CreateRequest& req, runtime::Done d
     return inner_->Create(req, std::move(done));
   }
   const std::string context = "create " + req.id;
-  // The pause image's own program, or the guest's (see the header).
-  UniqueFd own_pause;
-  if (!own_pause_.empty() && plan->argv == std::vector<std::string>{"/pause"}) {
-    own_pause.reset(::open(own_pause_.c_str(), O_PATH | O_CLOEXEC));
-  }
-  Result<pid_t> pid = ClonePause(*plan, req.stdio, own_pause ? own_pause.get() : -1);
+  Result<pid_t> pid = ClonePause(*plan, req.stdio);
   if (!pid) return Post(std::move(done), pid.error().WithContext(context));
   held_ = Held{.id = req.id, .pid = *pid};
   reaper_.Watch(*pid, [this, alive = std::weak_ptr<bool>(alive_), pid = *pid](int wait_status) {
@@ -395,10 +375,7 @@ void HeldPauseBackend::Create(const runtime::CreateRequest& req, runtime::Done d
     held_.reset();
     return Post(std::move(done), placed.WithContext(context));
   }
-  if (log_) {
-    log_("pause container " + req.id + " held by the agent, pid " + std::to_string(*pid) +
-         (own_pause ? ", running " + own_pause_ : ""));
-  }
+  if (log_) log_("pause container " + req.id + " held by the agent, pid " + std::to_string(*pid));
   Post(std::move(done), Status::Ok());
 }
 

@@ -9,15 +9,9 @@
 // its oom_score_adj, its stdio, chroot into its root filesystem, its
 // capability bounding set, user and groups, NoNewPrivs as asked, and exec
 // of its process (the pause image's /pause), in its own guest cgroup
-// (GuestCgroupPath). A spec whose process is the pause image's `/pause`
-// with no argument runs the guest's own pause program instead (`own_pause`:
-// hull-pause in the initramfs, the same program as the test images' pause)
-// with the same argv, still chrooted into the image's root filesystem: its
-// pages are the initramfs's, which a template's clones share, where the
-// image's is read over 9p into each pod's page cache (docs/vm.md). crun's
-// mount namespace, masked paths and seccomp filter are not applied: the
-// pause makes no system call but pause(2), and no other container joins
-// its mount namespace.
+// (GuestCgroupPath). crun's mount namespace, masked paths and seccomp
+// filter are not applied: the pause makes no system call but pause(2), and
+// no other container joins its mount namespace.
 //
 // Every call for another container goes to `inner` (crun), and so does a
 // pause spec this cannot give exactly (a terminal, a user or time
@@ -69,11 +63,8 @@ class HeldPauseBackend final : public runtime::Backend {
  public:
   // `cgroup_root`: the guest's cgroup2 mount, below which the pause gets
   // GuestCgroupPath(id); empty: no cgroup of its own (tests).
-  // `own_pause`: the program that stands in for a pause image's `/pause`;
-  // empty, or not there: the image's own runs.
   HeldPauseBackend(EventLoop& loop, Reaper& reaper, std::unique_ptr<runtime::Backend> inner,
-                   std::string cgroup_root, std::function<void(const std::string&)> log = {},
-                   std::string own_pause = {});
+                   std::string cgroup_root, std::function<void(const std::string&)> log = {});
   ~HeldPauseBackend() override;
 
   void PrepareSandbox(const runtime::SandboxRequest& req, runtime::Done done) override;
@@ -121,8 +112,7 @@ class HeldPauseBackend final : public runtime::Backend {
     std::vector<runtime::Done> deleted;  // Delete calls waiting for its exit
   };
   bool IsHeld(const std::string& id) const { return held_ && held_->id == id; }
-  // `program`: a descriptor of the program to exec in place of argv[0], or -1.
-  Result<pid_t> ClonePause(const PausePlan& plan, const runtime::ProcessStdio& stdio, int program);
+  Result<pid_t> ClonePause(const PausePlan& plan, const runtime::ProcessStdio& stdio);
   Status PlaceInCgroup(const std::string& id, pid_t pid, std::string* dir);
   void OnExit(pid_t pid, int exit_status);
   void RemoveCgroup(const Held& held);
@@ -135,7 +125,6 @@ class HeldPauseBackend final : public runtime::Backend {
   std::unique_ptr<runtime::Backend> inner_;
   std::string cgroup_root_;
   std::function<void(const std::string&)> log_;
-  std::string own_pause_;
   std::optional<Held> held_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

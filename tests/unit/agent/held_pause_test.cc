@@ -5,7 +5,6 @@
 // (cri_vm_pod_test: the pod's namespaces, sysctls and shared PID namespace).
 #include "agent/held_pause.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/capability.h>
 #include <sched.h>
@@ -296,51 +295,6 @@ TEST_F(HeldPauseTest, AProcessThatCannotRunFailsTheCreateAndLeavesNothing) {
   // The failed child is reaped, and the next pause is held.
   ASSERT_TRUE(Create("pod", PauseSpec(dir_ + "/rootfs")).ok());
   EXPECT_TRUE(fs::exists(dir_ + "/bundle/init.pid"));
-}
-
-// A pause image's `/pause` runs as the guest's own pause program when the
-// backend has one (hull-pause in the initramfs): here a copy of busybox
-// outside the pod's root, which has no /pause at all. Run as "/pause",
-// busybox says it has no such applet on the stderr it was given and exits
-// 127: it ran, with the spec's argv. Any other command is the image's.
-TEST_F(HeldPauseTest, APauseImagesPauseRunsAsTheGuestsOwnPauseProgram) {
-  fs::copy_file("/bin/busybox", dir_ + "/own-pause");
-  backend_.reset();
-  auto inner =
-      std::make_unique<shim::testing::FakeBackend>(*loop_, *reaper_, shim::RuntimeOptions{});
-  inner_ = inner.get();
-  backend_ = std::make_unique<HeldPauseBackend>(*loop_, *reaper_, std::move(inner), "", nullptr,
-                                                dir_ + "/own-pause");
-  ASSERT_FALSE(fs::exists(dir_ + "/rootfs/pause"));
-  json pause = PauseSpec(dir_ + "/rootfs");
-  pause["process"]["args"] = {"/pause"};
-  int err[2];
-  ASSERT_EQ(::pipe2(err, O_CLOEXEC), 0);
-  std::ofstream(dir_ + "/bundle/config.json") << pause.dump();
-  runtime::CreateRequest req{.id = "pod",
-                             .bundle = dir_ + "/bundle",
-                             .pid_file = dir_ + "/bundle/init.pid",
-                             .stdio = {.stderr_fd = err[1]}};
-  Status s = Call([&](runtime::Done done) { backend_->Create(req, std::move(done)); });
-  ::close(err[1]);
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  const pid_t pid = std::stoi(ReadFile(dir_ + "/bundle/init.pid").value_or("0"));
-  std::optional<int> exit_status;
-  backend_->WatchInitExit("pod", pid, [&](int status) { exit_status = status; });
-  ASSERT_TRUE(loop_->RunUntil([&] { return exit_status.has_value(); }, 10s));
-  EXPECT_EQ(*exit_status, 127);
-  std::string said(256, '\0');
-  said.resize(std::max<ssize_t>(::read(err[0], said.data(), said.size()), 0));
-  ::close(err[0]);
-  EXPECT_NE(said.find("pause: applet not found"), std::string::npos) << said;
-  EXPECT_TRUE(
-      Call([&](runtime::Done done) { backend_->Delete("pod", false, std::move(done)); }).ok());
-
-  json other = pause;
-  other["process"]["args"] = {"/pause", "--forever"};
-  s = Create("pod", other);
-  EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();
-  EXPECT_NE(s.message().find("could not exec its process"), std::string::npos) << s.ToString();
 }
 
 // The pause ran but its pid file could not be written: the create fails,
