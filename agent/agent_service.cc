@@ -8,6 +8,7 @@
 
 #include "agent/guest_network.h"
 #include "agent/system_info.h"
+#include "base/file_util.h"
 #include "hull/agent/v1/agent.pb.h"
 
 namespace hull::agent {
@@ -15,17 +16,8 @@ namespace {
 
 namespace pb = ::hull::agent::v1;
 
-// mkdir -p: `path` is absolute.
-Status MakeDirs(const std::string& path) {
-  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
-    std::string prefix = path.substr(0, slash);
-    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoError("mkdir", prefix);
-    if (slash == std::string::npos) return Status::Ok();
-  }
-}
-
 Status MountShare(const std::string& tag, const std::string& path) {
-  HULL_RETURN_IF_ERROR(MakeDirs(path));
+  HULL_RETURN_IF_ERROR(MakeDirs(path, 0755));
   // msize as large as virtio takes; cache=mmap keeps shared writable
   // mappings working without caching anything stale.
   const char* options = "trans=virtio,version=9p2000.L,msize=512000,cache=mmap";

@@ -33,13 +33,6 @@ int64_t NowUnixNano() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-Status MakeDirs(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) return ErrnoError(ec.value(), "mkdir", path);
-  return Status::Ok();
-}
-
 void RemoveTree(const std::string& path) {
   std::error_code ec;
   std::filesystem::remove_all(path, ec);
@@ -206,7 +199,7 @@ void ContainerService::Create(const ttrpc::CallContext&, pb::CreateContainerRequ
   }
   const std::string dir = options_.state_dir + "/" + id;
   RemoveTree(dir);  // a stale one from a container that failed half-way
-  if (Status s = MakeDirs(dir); !s.ok()) return r.Fail(s.WithContext(context));
+  if (Status s = MakeDirs(dir, 0755); !s.ok()) return r.Fail(s.WithContext(context));
   if (Status s = WriteFileAtomic(dir + "/config.json", *spec); !s.ok()) {
     RemoveTree(dir);
     return r.Fail(s.WithContext(context));

@@ -5,19 +5,10 @@
 #include <charconv>
 
 #include "base/file_util.h"
+#include "base/text.h"
 
 namespace hull::agent {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 template <typename T>
 bool ParseNumber(std::string_view s, T* out) {
@@ -28,7 +19,7 @@ bool ParseNumber(std::string_view s, T* out) {
 }  // namespace
 
 Result<uint32_t> ParseCpuList(std::string_view list) {
-  list = Trim(list);
+  list = TrimSpace(list);
   if (list.empty()) return InvalidArgumentError("empty cpu list");
   uint32_t count = 0;
   while (!list.empty()) {
@@ -58,14 +49,14 @@ Result<uint64_t> ParseMeminfoBytes(std::string_view meminfo, std::string_view ke
     pos = end == std::string_view::npos ? meminfo.size() : end + 1;
     size_t colon = line.find(':');
     if (colon == std::string_view::npos || line.substr(0, colon) != key) continue;
-    std::string_view value = Trim(line.substr(colon + 1));
+    std::string_view value = TrimSpace(line.substr(colon + 1));
     uint64_t scale = 1;
     if (value.ends_with(" kB")) {
       value.remove_suffix(3);
       scale = 1024;
     }
     uint64_t n = 0;
-    if (!ParseNumber(Trim(value), &n)) {
+    if (!ParseNumber(TrimSpace(value), &n)) {
       return InvalidArgumentError("bad meminfo value for " + std::string(key));
     }
     return n * scale;

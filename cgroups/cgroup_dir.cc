@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "base/text.h"
 #include "cgroups/cgroup_dir_internal.h"
 
 namespace hull::cgroups::internal {
@@ -165,7 +166,7 @@ std::optional<uint64_t> StatFiles::Uint(std::string_view name, uint64_t max_valu
   std::optional<uint64_t> value = ParseUintOrMax(*text, max_value);
   if (!value) {
     Fail(InternalError("parse " + (dir_.path() / name).string() + ": not a number: \"" +
-                       std::string(Trim(*text)) + "\""));
+                       std::string(TrimSpace(*text)) + "\""));
   }
   return value;
 }

@@ -1,6 +1,7 @@
 #include <charconv>
 #include <limits>
 
+#include "base/text.h"
 #include "cgroups/parse_internal.h"
 
 namespace hull::cgroups::internal {
@@ -32,14 +33,6 @@ std::vector<std::string_view> Fields(std::string_view s) {
   return out;
 }
 
-std::string_view Trim(std::string_view s) {
-  constexpr std::string_view kSpace = " \t\n";
-  size_t begin = s.find_first_not_of(kSpace);
-  if (begin == std::string_view::npos) return {};
-  size_t end = s.find_last_not_of(kSpace);
-  return s.substr(begin, end - begin + 1);
-}
-
 std::optional<uint64_t> ParseUint(std::string_view s) {
   uint64_t value = 0;
   if (s.empty()) return std::nullopt;
@@ -49,7 +42,7 @@ std::optional<uint64_t> ParseUint(std::string_view s) {
 }
 
 std::optional<uint64_t> ParseUintOrMax(std::string_view s, uint64_t max_value) {
-  s = Trim(s);
+  s = TrimSpace(s);
   if (s == "max") return max_value;
   return ParseUint(s);
 }

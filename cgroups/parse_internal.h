@@ -18,7 +18,6 @@ namespace hull::cgroups::internal {
 std::vector<std::string_view> Split(std::string_view s, char sep);
 // Splits on runs of spaces, tabs and newlines.
 std::vector<std::string_view> Fields(std::string_view s);
-std::string_view Trim(std::string_view s);
 
 // A decimal uint64, nothing else.
 std::optional<uint64_t> ParseUint(std::string_view s);

@@ -2,17 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/text.h"
+
 namespace hull::runtime::oci_cli {
-namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
 
 Result<std::string> BuildRunscFeatures(std::string_view version_output) {
   constexpr std::string_view kVersion = "runsc version ";
@@ -21,10 +13,10 @@ Result<std::string> BuildRunscFeatures(std::string_view version_output) {
   std::string_view rest = version_output;
   while (!rest.empty()) {
     size_t nl = rest.find('\n');
-    std::string_view line = Trim(rest.substr(0, nl));
+    std::string_view line = TrimSpace(rest.substr(0, nl));
     rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
-    if (line.starts_with(kVersion)) version = Trim(line.substr(kVersion.size()));
-    if (line.starts_with(kSpec)) spec = Trim(line.substr(kSpec.size()));
+    if (line.starts_with(kVersion)) version = TrimSpace(line.substr(kVersion.size()));
+    if (line.starts_with(kSpec)) spec = TrimSpace(line.substr(kSpec.size()));
   }
   if (version.empty()) {
     return InvalidArgumentError("not a runsc --version banner: " +

@@ -8,19 +8,13 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "base/text.h"
 #include "base/unique_fd.h"
 
 namespace hull::runtime::oci_cli {
 namespace {
 
 constexpr off_t kMaxLogTail = 64 << 10;
-
-std::string_view Trim(std::string_view s) {
-  auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -99,7 +93,7 @@ std::string LastLoggedError(std::string_view json_lines) {
       continue;
     }
     const auto& lv = level->get_ref<const std::string&>();
-    if (lv == "error" || lv == "fatal") last = Trim(msg->get_ref<const std::string&>());
+    if (lv == "error" || lv == "fatal") last = TrimSpace(msg->get_ref<const std::string&>());
   }
   return last;
 }
@@ -108,10 +102,10 @@ std::string FailureMessage(std::string_view log_tail, std::string_view stderr_te
                            int exit_status) {
   std::string logged = LastLoggedError(log_tail);
   if (!logged.empty()) return logged;
-  std::string_view err = Trim(stderr_text);
+  std::string_view err = TrimSpace(stderr_text);
   if (!err.empty()) {
     size_t nl = err.rfind('\n');
-    return std::string(Trim(nl == std::string_view::npos ? err : err.substr(nl + 1)));
+    return std::string(TrimSpace(nl == std::string_view::npos ? err : err.substr(nl + 1)));
   }
   return "exit status " + std::to_string(exit_status);
 }

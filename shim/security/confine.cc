@@ -28,7 +28,7 @@ constexpr cap_value_t kKept[] = {CAP_KILL, CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWN
 // server while the confined suites run (docs/security.md, "The seccomp
 // allow-list", has the counts and each group's reason); the few the suites
 // do not reach are in the last groups, each found in hull's own code.
-constexpr const char* kAllowed[] = {
+constexpr const char* kAllowedSyscalls[] = {
     // the event loop: epoll, timers, signals, eventfd wakeups
     "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "poll", "ppoll", "timerfd_create",
     "timerfd_settime", "timerfd_gettime", "signalfd4", "eventfd2", "rt_sigprocmask", "rt_sigreturn",
@@ -101,7 +101,7 @@ Status InstallSeccomp(bool log_unlisted) {
   std::unique_ptr<void, SeccompRelease> ctx(
       seccomp_init(log_unlisted ? SCMP_ACT_LOG : SCMP_ACT_ERRNO(EPERM)));
   if (!ctx) return InternalError("seccomp_init failed");
-  for (const char* name : kAllowed) {
+  for (const char* name : kAllowedSyscalls) {
     int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
     int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 0);

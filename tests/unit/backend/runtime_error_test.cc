@@ -6,18 +6,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <sstream>
+
+#include "tests/unit/backend/testdata.h"
 
 namespace hull::runtime::oci_cli {
 namespace {
 
-std::string ReadTestdata(const std::string& name) {
-  std::ifstream in(std::string(HULL_BACKEND_TESTDATA) + "/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadTestdata;
 
 // The lines of a file, one call's worth each.
 std::vector<std::string> Lines(const std::string& text) {

@@ -50,6 +50,16 @@ class FakeHost {
     WriteMountinfo();
     return mp;
   }
+  // The layout of this project's CI host: one v1 hierarchy per controller
+  // (cpu and cpuacct apart), an empty cgroup2 at unified/.
+  void AddHybridLayout() {
+    for (const char* c : {"cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio",
+                          "pids", "hugetlb", "rdma"}) {
+      AddV1(c, c);
+    }
+    AddV1("systemd", "xattr,name=systemd");
+    AddUnified("unified");
+  }
   // A cgroup2 mount at <cgroupfs>/<dir> ("" for the root itself: unified).
   std::filesystem::path AddUnified(std::string_view dir = "", std::string_view root = "/") {
     std::filesystem::path mp = dir.empty() ? roots_.cgroupfs : roots_.cgroupfs / dir;

@@ -13,20 +13,9 @@ namespace {
 
 using testing::FakeHost;
 
-// The layout of this project's CI host: separate cpu and cpuacct
-// hierarchies, an empty cgroup2 at unified/.
-void AddHybridHost(FakeHost& host) {
-  for (const char* c : {"cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids",
-                        "hugetlb", "rdma"}) {
-    host.AddV1(c, c);
-  }
-  host.AddV1("systemd", "xattr,name=systemd");
-  host.AddUnified("unified");
-}
-
 TEST(DetectHostTest, Hybrid) {
   FakeHost fake;
-  AddHybridHost(fake);
+  fake.AddHybridLayout();
   auto host = DetectHost(fake.roots());
   ASSERT_TRUE(host.has_value()) << host.error().ToString();
   EXPECT_EQ(host->mode, Mode::kHybrid);
@@ -161,7 +150,7 @@ TEST(ReadProcessCgroupsTest, MissingPidIsNotFound) {
 
 TEST(ManagerTest, ForPidResolvesEachHierarchy) {
   FakeHost fake;
-  AddHybridHost(fake);
+  fake.AddHybridLayout();
   fake.SetProcCgroup(100,
                      "10:memory:/pod/ctr\n2:cpuacct:/pod/ctr\n1:cpu:/other\n0::/unified/path\n");
   auto m = Manager::ForPid(100, fake.roots());
@@ -190,7 +179,7 @@ TEST(ManagerTest, ForPidStripsTheMountRoot) {
 
 TEST(ManagerTest, ForPidRejectsDotDotFromProc) {
   FakeHost fake;
-  AddHybridHost(fake);
+  fake.AddHybridLayout();
   fake.SetProcCgroup(100, "10:memory:/pod/../../../etc\n0::/\n");
   auto m = Manager::ForPid(100, fake.roots());
   ASSERT_FALSE(m.has_value());
@@ -199,7 +188,7 @@ TEST(ManagerTest, ForPidRejectsDotDotFromProc) {
 
 TEST(ManagerTest, ForPathRejectsDotDot) {
   FakeHost fake;
-  AddHybridHost(fake);
+  fake.AddHybridLayout();
   for (const char* path : {"/a/../b", "..", "/..", "relative"}) {
     auto m = Manager::ForPath(path, fake.roots());
     ASSERT_FALSE(m.has_value()) << path;
@@ -209,7 +198,7 @@ TEST(ManagerTest, ForPathRejectsDotDot) {
 
 TEST(ManagerTest, ForPathCoversEveryHierarchy) {
   FakeHost fake;
-  AddHybridHost(fake);
+  fake.AddHybridLayout();
   auto m = Manager::ForPath("/hull/pod", fake.roots());
   ASSERT_TRUE(m.has_value()) << m.error().ToString();
   for (const char* c : {"cpu", "cpuacct", "memory", "pids", "blkio", "hugetlb", "name=systemd"}) {

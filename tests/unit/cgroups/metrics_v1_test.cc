@@ -13,19 +13,14 @@ namespace {
 
 using testing::FakeHost;
 
-constexpr pid_t kPid = 4321;
+constexpr pid_t kV1Pid = 4321;
 constexpr const char* kCtr = "kubepods/pod1/ctr";
 
-// The layout of this project's CI host: one hierarchy per controller (cpu and
-// cpuacct apart), an empty cgroup2 at unified/.
+// The CI host's layout (FakeHost::AddHybridLayout), the container's process
+// in kCtr.
 void AddHybridHost(FakeHost& host) {
-  for (const char* c : {"cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids",
-                        "hugetlb", "rdma"}) {
-    host.AddV1(c, c);
-  }
-  host.AddV1("systemd", "xattr,name=systemd");
-  host.AddUnified("unified");
-  host.SetProcCgroup(kPid,
+  host.AddHybridLayout();
+  host.SetProcCgroup(kV1Pid,
                      "13:rdma:/kubepods/pod1/ctr\n"
                      "12:hugetlb:/kubepods/pod1/ctr\n"
                      "9:pids:/kubepods/pod1/ctr\n"
@@ -40,7 +35,7 @@ std::string At(const char* controller, const char* file) {
   return std::string(controller) + "/" + kCtr + "/" + file;
 }
 
-void WriteFullTree(FakeHost& host) {
+void WriteFullV1Tree(FakeHost& host) {
   host.Write(At("pids", "pids.current"), "7\n");
   host.Write(At("pids", "pids.max"), "100\n");
 
@@ -102,8 +97,8 @@ void WriteFullTree(FakeHost& host) {
   host.Write(At("rdma", "rdma.max"), "mlx4_0 hca_handle=max hca_object=10\n");
 }
 
-v1::Metrics ReadMetrics(const FakeHost& host) {
-  auto m = Manager::ForPid(kPid, host.roots());
+v1::Metrics ReadV1Metrics(const FakeHost& host) {
+  auto m = Manager::ForPid(kV1Pid, host.roots());
   EXPECT_TRUE(m.has_value()) << m.error().ToString();
   if (!m) return {};
   auto metrics = m->MetricsV1();
@@ -114,21 +109,21 @@ v1::Metrics ReadMetrics(const FakeHost& host) {
 TEST(MetricsV1Test, Pids) {
   FakeHost host;
   AddHybridHost(host);
-  WriteFullTree(host);
-  v1::Metrics m = ReadMetrics(host);
+  WriteFullV1Tree(host);
+  v1::Metrics m = ReadV1Metrics(host);
   ASSERT_TRUE(m.has_pids());
   EXPECT_EQ(m.pids().current(), 7u);
   EXPECT_EQ(m.pids().limit(), 100u);
 
   host.Write(At("pids", "pids.max"), "max\n");
-  EXPECT_EQ(ReadMetrics(host).pids().limit(), 0u);  // no limit, as containerd reports it
+  EXPECT_EQ(ReadV1Metrics(host).pids().limit(), 0u);  // no limit, as containerd reports it
 }
 
 TEST(MetricsV1Test, Cpu) {
   FakeHost host;
   AddHybridHost(host);
-  WriteFullTree(host);
-  v1::Metrics m = ReadMetrics(host);
+  WriteFullV1Tree(host);
+  v1::Metrics m = ReadV1Metrics(host);
   ASSERT_TRUE(m.has_cpu());
   const v1::CPUUsage& usage = m.cpu().usage();
   EXPECT_EQ(usage.total(), 5000000000u);
@@ -146,10 +141,10 @@ TEST(MetricsV1Test, Cpu) {
 TEST(MetricsV1Test, CoMountedCpuAndCpuacct) {
   FakeHost host;
   host.AddV1("cpu,cpuacct", "cpu,cpuacct");
-  host.SetProcCgroup(kPid, "3:cpu,cpuacct:/ctr\n0::/\n");
+  host.SetProcCgroup(kV1Pid, "3:cpu,cpuacct:/ctr\n0::/\n");
   host.Write("cpu,cpuacct/ctr/cpu.stat", "nr_periods 1\nnr_throttled 1\nthrottled_time 5\n");
   host.Write("cpu,cpuacct/ctr/cpuacct.usage", "99\n");
-  v1::Metrics m = ReadMetrics(host);
+  v1::Metrics m = ReadV1Metrics(host);
   EXPECT_EQ(m.cpu().usage().total(), 99u);
   EXPECT_EQ(m.cpu().throttling().throttled_time(), 5u);
 }
@@ -157,8 +152,8 @@ TEST(MetricsV1Test, CoMountedCpuAndCpuacct) {
 TEST(MetricsV1Test, Memory) {
   FakeHost host;
   AddHybridHost(host);
-  WriteFullTree(host);
-  v1::Metrics m = ReadMetrics(host);
+  WriteFullV1Tree(host);
+  v1::Metrics m = ReadV1Metrics(host);
   ASSERT_TRUE(m.has_memory());
   const v1::MemoryStat& s = m.memory();
   EXPECT_EQ(s.cache(), 1001u);
@@ -213,8 +208,8 @@ TEST(MetricsV1Test, Memory) {
 TEST(MetricsV1Test, BlkioRecursiveCounters) {
   FakeHost host;
   AddHybridHost(host);
-  WriteFullTree(host);
-  v1::Metrics m = ReadMetrics(host);
+  WriteFullV1Tree(host);
+  v1::Metrics m = ReadV1Metrics(host);
   ASSERT_TRUE(m.has_blkio());
   const v1::BlkIOStat& b = m.blkio();
   ASSERT_EQ(b.io_service_bytes_recursive_size(), 6);  // the bare "Total" line is skipped
@@ -255,7 +250,7 @@ TEST(MetricsV1Test, BlkioFallsBackToThrottleCounters) {
              "254:0 Read 4096\n254:0 Write 512\nTotal 4608\n");
   host.Write(At("blkio", "blkio.throttle.io_serviced_recursive"), "254:0 Read 3\nTotal 3\n");
   host.Write(At("blkio", "blkio.throttle.io_service_bytes"), "254:0 Read 1\n");  // not used
-  v1::Metrics m = ReadMetrics(host);
+  v1::Metrics m = ReadV1Metrics(host);
   ASSERT_TRUE(m.has_blkio());
   ASSERT_EQ(m.blkio().io_service_bytes_recursive_size(), 2);
   EXPECT_EQ(m.blkio().io_service_bytes_recursive(0).value(), 4096u);
@@ -271,7 +266,7 @@ TEST(MetricsV1Test, BlkioOldKernelThrottleFiles) {
   AddHybridHost(host);
   host.Write(At("blkio", "blkio.throttle.io_service_bytes"), "8:0 Read 10\nTotal 10\n");
   host.Write(At("blkio", "blkio.throttle.io_serviced"), "8:0 Read 1\nTotal 1\n");
-  v1::Metrics m = ReadMetrics(host);
+  v1::Metrics m = ReadV1Metrics(host);
   ASSERT_EQ(m.blkio().io_service_bytes_recursive_size(), 1);
   EXPECT_EQ(m.blkio().io_service_bytes_recursive(0).value(), 10u);
   EXPECT_EQ(m.blkio().io_service_bytes_recursive(0).device(), "");  // no /proc/partitions
@@ -282,7 +277,7 @@ TEST(MetricsV1Test, MalformedBlkioIsAnError) {
   FakeHost host;
   AddHybridHost(host);
   host.Write(At("blkio", "blkio.throttle.io_service_bytes"), "8:0 Read lots\n");
-  auto m = Manager::ForPid(kPid, host.roots());
+  auto m = Manager::ForPid(kV1Pid, host.roots());
   ASSERT_TRUE(m.has_value());
   auto metrics = m->MetricsV1();
   ASSERT_FALSE(metrics.has_value());
@@ -292,8 +287,8 @@ TEST(MetricsV1Test, MalformedBlkioIsAnError) {
 TEST(MetricsV1Test, Hugetlb) {
   FakeHost host;
   AddHybridHost(host);
-  WriteFullTree(host);
-  v1::Metrics m = ReadMetrics(host);
+  WriteFullV1Tree(host);
+  v1::Metrics m = ReadV1Metrics(host);
   ASSERT_EQ(m.hugetlb_size(), 2);  // smallest page size first; rsvd files ignored
   EXPECT_EQ(m.hugetlb(0).pagesize(), "2MB");
   EXPECT_EQ(m.hugetlb(0).usage(), 4194304u);
@@ -308,8 +303,8 @@ TEST(MetricsV1Test, Hugetlb) {
 TEST(MetricsV1Test, Rdma) {
   FakeHost host;
   AddHybridHost(host);
-  WriteFullTree(host);
-  v1::Metrics m = ReadMetrics(host);
+  WriteFullV1Tree(host);
+  v1::Metrics m = ReadV1Metrics(host);
   ASSERT_TRUE(m.has_rdma());
   ASSERT_EQ(m.rdma().current_size(), 1);
   EXPECT_EQ(m.rdma().current(0).device(), "mlx4_0");
@@ -327,7 +322,7 @@ TEST(MetricsV1Test, MissingFilesAreSkipped) {
     host.MakeCgroup(std::string(c) + "/" + kCtr);
   }
   host.Write(At("memory", "memory.usage_in_bytes"), "4096\n");  // only this one
-  v1::Metrics m = ReadMetrics(host);
+  v1::Metrics m = ReadV1Metrics(host);
   EXPECT_FALSE(m.has_pids());
   EXPECT_FALSE(m.has_cpu());
   EXPECT_FALSE(m.has_blkio());
@@ -344,7 +339,7 @@ TEST(MetricsV1Test, SomeControllerDirectoriesMissing) {
   FakeHost host;
   AddHybridHost(host);
   host.Write(At("memory", "memory.usage_in_bytes"), "4096\n");  // only the memory cgroup exists
-  v1::Metrics m = ReadMetrics(host);
+  v1::Metrics m = ReadV1Metrics(host);
   EXPECT_EQ(m.memory().usage().usage(), 4096u);
   EXPECT_FALSE(m.has_cpu());
 }
@@ -352,7 +347,7 @@ TEST(MetricsV1Test, SomeControllerDirectoriesMissing) {
 TEST(MetricsV1Test, MissingCgroupIsNotFound) {
   FakeHost host;
   AddHybridHost(host);  // the pid's directories were never created
-  auto m = Manager::ForPid(kPid, host.roots());
+  auto m = Manager::ForPid(kV1Pid, host.roots());
   ASSERT_TRUE(m.has_value());
   auto metrics = m->Metrics();
   ASSERT_FALSE(metrics.has_value());
@@ -362,7 +357,7 @@ TEST(MetricsV1Test, MissingCgroupIsNotFound) {
 TEST(MetricsV1Test, MissingPidIsNotFound) {
   FakeHost host;
   AddHybridHost(host);
-  auto any = MetricsForPid(kPid + 1, host.roots());
+  auto any = MetricsForPid(kV1Pid + 1, host.roots());
   ASSERT_FALSE(any.has_value());
   EXPECT_EQ(any.error().code(), Code::kNotFound);
 }
@@ -371,7 +366,7 @@ TEST(MetricsV1Test, MalformedSingleValueIsAnError) {
   FakeHost host;
   AddHybridHost(host);
   host.Write(At("pids", "pids.current"), "lots\n");
-  auto m = Manager::ForPid(kPid, host.roots());
+  auto m = Manager::ForPid(kV1Pid, host.roots());
   ASSERT_TRUE(m.has_value());
   auto metrics = m->MetricsV1();
   ASSERT_FALSE(metrics.has_value());
@@ -381,20 +376,20 @@ TEST(MetricsV1Test, MalformedSingleValueIsAnError) {
 TEST(MetricsV1Test, AnyCarriesTheV1TypeUrl) {
   FakeHost host;
   AddHybridHost(host);
-  WriteFullTree(host);
-  auto any = MetricsForPid(kPid, host.roots());
+  WriteFullV1Tree(host);
+  auto any = MetricsForPid(kV1Pid, host.roots());
   ASSERT_TRUE(any.has_value()) << any.error().ToString();
   EXPECT_EQ(any->type_url(), "io.containerd.cgroups.v1.Metrics");
   v1::Metrics decoded;
   ASSERT_TRUE(decoded.ParseFromString(any->value()));
-  EXPECT_EQ(decoded.SerializeAsString(), ReadMetrics(host).SerializeAsString());
+  EXPECT_EQ(decoded.SerializeAsString(), ReadV1Metrics(host).SerializeAsString());
   EXPECT_EQ(decoded.memory().cache(), 1001u);
 }
 
 TEST(MetricsV1Test, V2MetricsOnAV1HostIsFailedPrecondition) {
   FakeHost host;
   AddHybridHost(host);
-  auto m = Manager::ForPid(kPid, host.roots());
+  auto m = Manager::ForPid(kV1Pid, host.roots());
   ASSERT_TRUE(m.has_value());
   auto metrics = m->MetricsV2();
   ASSERT_FALSE(metrics.has_value());
@@ -405,7 +400,7 @@ TEST(OomKillCountV1Test, ReadsOomControl) {
   FakeHost host;
   AddHybridHost(host);
   host.Write(At("memory", "memory.oom_control"), "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
-  auto count = OomKillCount(kPid, host.roots());
+  auto count = OomKillCount(kV1Pid, host.roots());
   ASSERT_TRUE(count.has_value()) << count.error().ToString();
   EXPECT_EQ(*count, 3u);
 }
@@ -414,7 +409,7 @@ TEST(OomKillCountV1Test, OldKernelWithoutCounterIsUnimplemented) {
   FakeHost host;
   AddHybridHost(host);
   host.Write(At("memory", "memory.oom_control"), "oom_kill_disable 0\nunder_oom 0\n");
-  auto count = OomKillCount(kPid, host.roots());
+  auto count = OomKillCount(kV1Pid, host.roots());
   ASSERT_FALSE(count.has_value());
   EXPECT_EQ(count.error().code(), Code::kUnimplemented);
 }

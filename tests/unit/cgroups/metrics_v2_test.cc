@@ -12,12 +12,12 @@ namespace {
 
 using testing::FakeHost;
 
-constexpr pid_t kPid = 777;
+constexpr pid_t kV2Pid = 777;
 constexpr uint64_t kMax64 = std::numeric_limits<uint64_t>::max();
 
 void AddUnifiedHost(FakeHost& host) {
   host.AddUnified();
-  host.SetProcCgroup(kPid, "0::/kubepods/pod1/ctr\n");
+  host.SetProcCgroup(kV2Pid, "0::/kubepods/pod1/ctr\n");
 }
 
 std::string At(const char* file) {
@@ -63,7 +63,7 @@ constexpr const char* kMemoryStatKeys[] = {
     "workingset_activate_file",
 };
 
-void WriteFullTree(FakeHost& host) {
+void WriteFullV2Tree(FakeHost& host) {
   host.Write(At("pids.current"), "12\n");
   host.Write(At("pids.max"), "max\n");
   host.Write(At("cpu.stat"),
@@ -103,8 +103,8 @@ void WriteFullTree(FakeHost& host) {
   host.Write(At("rdma.max"), "mlx5_1 hca_handle=max hca_object=max\n");
 }
 
-v2::Metrics ReadMetrics(const FakeHost& host) {
-  auto m = Manager::ForPid(kPid, host.roots());
+v2::Metrics ReadV2Metrics(const FakeHost& host) {
+  auto m = Manager::ForPid(kV2Pid, host.roots());
   EXPECT_TRUE(m.has_value()) << m.error().ToString();
   if (!m) return {};
   auto metrics = m->MetricsV2();
@@ -115,8 +115,8 @@ v2::Metrics ReadMetrics(const FakeHost& host) {
 TEST(MetricsV2Test, PidsAndCpu) {
   FakeHost host;
   AddUnifiedHost(host);
-  WriteFullTree(host);
-  v2::Metrics m = ReadMetrics(host);
+  WriteFullV2Tree(host);
+  v2::Metrics m = ReadV2Metrics(host);
   ASSERT_TRUE(m.has_pids());
   EXPECT_EQ(m.pids().current(), 12u);
   EXPECT_EQ(m.pids().limit(), kMax64);
@@ -142,8 +142,8 @@ TEST(MetricsV2Test, PidsAndCpu) {
 TEST(MetricsV2Test, Memory) {
   FakeHost host;
   AddUnifiedHost(host);
-  WriteFullTree(host);
-  v2::Metrics m = ReadMetrics(host);
+  WriteFullV2Tree(host);
+  v2::Metrics m = ReadV2Metrics(host);
   ASSERT_TRUE(m.has_memory());
   const v2::MemoryStat& s = m.memory();
 #pragma GCC diagnostic push
@@ -203,8 +203,8 @@ TEST(MetricsV2Test, Memory) {
 TEST(MetricsV2Test, MemoryEvents) {
   FakeHost host;
   AddUnifiedHost(host);
-  WriteFullTree(host);
-  v2::Metrics m = ReadMetrics(host);
+  WriteFullV2Tree(host);
+  v2::Metrics m = ReadV2Metrics(host);
   ASSERT_TRUE(m.has_memory_events());
   EXPECT_EQ(m.memory_events().low(), 1u);
   EXPECT_EQ(m.memory_events().high(), 2u);
@@ -217,8 +217,8 @@ TEST(MetricsV2Test, MemoryEvents) {
 TEST(MetricsV2Test, Io) {
   FakeHost host;
   AddUnifiedHost(host);
-  WriteFullTree(host);
-  v2::Metrics m = ReadMetrics(host);
+  WriteFullV2Tree(host);
+  v2::Metrics m = ReadV2Metrics(host);
   ASSERT_TRUE(m.has_io());
   ASSERT_EQ(m.io().usage_size(), 2);
   const v2::IOEntry& first = m.io().usage(0);
@@ -239,8 +239,8 @@ TEST(MetricsV2Test, Io) {
 TEST(MetricsV2Test, Hugetlb) {
   FakeHost host;
   AddUnifiedHost(host);
-  WriteFullTree(host);
-  v2::Metrics m = ReadMetrics(host);
+  WriteFullV2Tree(host);
+  v2::Metrics m = ReadV2Metrics(host);
   ASSERT_EQ(m.hugetlb_size(), 2);
   EXPECT_EQ(m.hugetlb(0).pagesize(), "2MB");
   EXPECT_EQ(m.hugetlb(0).current(), 4194304u);
@@ -255,8 +255,8 @@ TEST(MetricsV2Test, Hugetlb) {
 TEST(MetricsV2Test, Rdma) {
   FakeHost host;
   AddUnifiedHost(host);
-  WriteFullTree(host);
-  v2::Metrics m = ReadMetrics(host);
+  WriteFullV2Tree(host);
+  v2::Metrics m = ReadV2Metrics(host);
   ASSERT_EQ(m.rdma().current_size(), 1);
   EXPECT_EQ(m.rdma().current(0).device(), "mlx5_1");
   EXPECT_EQ(m.rdma().current(0).hca_handles(), 3u);
@@ -271,7 +271,7 @@ TEST(MetricsV2Test, MissingFilesAreSkipped) {
   AddUnifiedHost(host);
   host.MakeCgroup(At(""));
   host.Write(At("memory.current"), "8192\n");
-  v2::Metrics m = ReadMetrics(host);
+  v2::Metrics m = ReadV2Metrics(host);
   EXPECT_FALSE(m.has_pids());
   EXPECT_FALSE(m.has_cpu());
   EXPECT_FALSE(m.has_io());
@@ -287,7 +287,7 @@ TEST(MetricsV2Test, MissingFilesAreSkipped) {
 TEST(MetricsV2Test, MissingCgroupIsNotFound) {
   FakeHost host;
   AddUnifiedHost(host);
-  auto any = MetricsForPid(kPid, host.roots());
+  auto any = MetricsForPid(kV2Pid, host.roots());
   ASSERT_FALSE(any.has_value());
   EXPECT_EQ(any.error().code(), Code::kNotFound);
 }
@@ -295,20 +295,20 @@ TEST(MetricsV2Test, MissingCgroupIsNotFound) {
 TEST(MetricsV2Test, AnyCarriesTheV2TypeUrl) {
   FakeHost host;
   AddUnifiedHost(host);
-  WriteFullTree(host);
-  auto any = MetricsForPid(kPid, host.roots());
+  WriteFullV2Tree(host);
+  auto any = MetricsForPid(kV2Pid, host.roots());
   ASSERT_TRUE(any.has_value()) << any.error().ToString();
   EXPECT_EQ(any->type_url(), "io.containerd.cgroups.v2.Metrics");
   v2::Metrics decoded;
   ASSERT_TRUE(decoded.ParseFromString(any->value()));
-  EXPECT_EQ(decoded.SerializeAsString(), ReadMetrics(host).SerializeAsString());
+  EXPECT_EQ(decoded.SerializeAsString(), ReadV2Metrics(host).SerializeAsString());
   EXPECT_EQ(decoded.memory().usage(), 4001u);
 }
 
 TEST(MetricsV2Test, V1MetricsOnAUnifiedHostIsFailedPrecondition) {
   FakeHost host;
   AddUnifiedHost(host);
-  auto m = Manager::ForPid(kPid, host.roots());
+  auto m = Manager::ForPid(kV2Pid, host.roots());
   ASSERT_TRUE(m.has_value());
   auto metrics = m->MetricsV1();
   ASSERT_FALSE(metrics.has_value());
@@ -318,8 +318,8 @@ TEST(MetricsV2Test, V1MetricsOnAUnifiedHostIsFailedPrecondition) {
 TEST(OomKillCountV2Test, ReadsMemoryEvents) {
   FakeHost host;
   AddUnifiedHost(host);
-  WriteFullTree(host);
-  auto count = OomKillCount(kPid, host.roots());
+  WriteFullV2Tree(host);
+  auto count = OomKillCount(kV2Pid, host.roots());
   ASSERT_TRUE(count.has_value()) << count.error().ToString();
   EXPECT_EQ(*count, 5u);
 }

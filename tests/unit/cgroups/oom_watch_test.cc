@@ -20,7 +20,7 @@ namespace {
 using std::chrono::milliseconds;
 using testing::FakeHost;
 
-constexpr pid_t kPid = 555;
+constexpr pid_t kOomPid = 555;
 // How long a watch gets to (wrongly) fire before a test concludes it did not.
 constexpr milliseconds kQuiet{200};
 constexpr milliseconds kDeadline{5000};
@@ -43,7 +43,7 @@ class OomWatchV2Test : public ::testing::Test {
  protected:
   void SetUp() override {
     host_.AddUnified();
-    host_.SetProcCgroup(kPid, "0::/pod/ctr\n");
+    host_.SetProcCgroup(kOomPid, "0::/pod/ctr\n");
     WriteEvents(Events(0, 0, 0));
     auto loop = EventLoop::Create();
     ASSERT_TRUE(loop.has_value());
@@ -55,7 +55,7 @@ class OomWatchV2Test : public ::testing::Test {
 
   Result<EventHandle> Watch() {
     return WatchOom(
-        *loop_, kPid, [this] { ++calls_; }, host_.roots());
+        *loop_, kOomPid, [this] { ++calls_; }, host_.roots());
   }
   bool WaitForCalls(int n, milliseconds timeout) {
     return loop_->RunUntil([&] { return calls_ >= n; }, timeout);
@@ -105,7 +105,7 @@ TEST_F(OomWatchV2Test, DroppingTheHandleStopsItAndClosesItsFds) {
 
 TEST_F(OomWatchV2Test, HandleMayBeDroppedInsideTheCallback) {
   EventHandle handle;
-  auto manager = Manager::ForPid(kPid, host_.roots());
+  auto manager = Manager::ForPid(kOomPid, host_.roots());
   ASSERT_TRUE(manager.has_value());
   auto watch = manager->WatchOom(*loop_, [&] {
     ++calls_;
@@ -144,7 +144,7 @@ class OomWatchV1FakeTest : public ::testing::Test {
   void SetUp() override {
     host_.AddV1("memory", "memory");
     host_.AddUnified("unified");
-    host_.SetProcCgroup(kPid, "4:memory:/ctr\n0::/\n");
+    host_.SetProcCgroup(kOomPid, "4:memory:/ctr\n0::/\n");
     SetOomControl("oom_kill_disable 0\nunder_oom 0\noom_kill 0\n");
     host_.Write("memory/ctr/cgroup.event_control", "");
     auto loop = EventLoop::Create();
@@ -162,7 +162,7 @@ class OomWatchV1FakeTest : public ::testing::Test {
   // Starts the watch and returns the eventfd it registered.
   void Watch() {
     auto watch = WatchOom(
-        *loop_, kPid, [this] { ++calls_; }, host_.roots());
+        *loop_, kOomPid, [this] { ++calls_; }, host_.roots());
     ASSERT_TRUE(watch.has_value()) << watch.error().ToString();
     watch_ = std::move(*watch);
     std::ifstream in(host_.cgroupfs() / "memory/ctr/cgroup.event_control");
@@ -246,11 +246,11 @@ TEST_F(OomWatchV1FakeTest, RemovedCgroupGoesQuiet) {
 TEST(OomWatchV1MissingTest, MissingMemoryCgroupIsNotFound) {
   FakeHost host;
   host.AddV1("memory", "memory");
-  host.SetProcCgroup(kPid, "4:memory:/ctr\n0::/\n");
+  host.SetProcCgroup(kOomPid, "4:memory:/ctr\n0::/\n");
   auto loop = EventLoop::Create();
   ASSERT_TRUE(loop.has_value());
   auto watch = WatchOom(
-      **loop, kPid, [] {}, host.roots());
+      **loop, kOomPid, [] {}, host.roots());
   ASSERT_FALSE(watch.has_value());
   EXPECT_EQ(watch.error().code(), Code::kNotFound);
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/mountinfo.h"
+#include "tests/support/privileged.h"
 #include "tests/support/temp_dir.h"
 
 namespace hull::shim {
@@ -26,23 +27,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using hull::testing::MountsBelow;
+
 std::string Slurp(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// Mount points at or below `path`, from our mountinfo.
-std::vector<std::string> MountsBelow(const std::string& path) {
-  std::vector<std::string> out;
-  auto table = ReadMountInfo();
-  EXPECT_TRUE(table.has_value());
-  for (const auto& m : *table) {
-    if (m.mount_point == path || m.mount_point.starts_with(path + "/"))
-      out.push_back(m.mount_point);
-  }
-  return out;
 }
 
 class MountTest : public ::testing::Test {

@@ -23,9 +23,8 @@ namespace hull::ttrpc {
 namespace {
 
 using testing::FdLeakCheck;
+using testing::kEchoService;
 using testing::kWait;
-
-constexpr char kService[] = "test.Echo";
 
 struct Pty {
   UniqueFd master;
@@ -61,9 +60,9 @@ class DeviceTest : public FdLeakCheck, public ::testing::Test {
   DeviceTest() : loop_(testing::NewLoop()) {
     // The default, require_same_user, must not refuse a device: it has no peer.
     server_ = std::make_unique<Server>(*loop_);
-    server_->Register(kService, "Echo", [](const CallContext&, std::string payload, Responder r) {
-      r.Reply(std::move(payload));
-    });
+    server_->Register(
+        kEchoService, "Echo",
+        [](const CallContext&, std::string payload, Responder r) { r.Reply(std::move(payload)); });
   }
 
   std::unique_ptr<EventLoop> loop_;
@@ -76,7 +75,7 @@ TEST_F(DeviceTest, UnaryCallsOverAPty) {
   auto client = Client::FromFd(*loop_, std::move(pty.slave));
   ASSERT_TRUE(client.has_value());
 
-  Result<std::string> reply = (*client)->CallSync(kService, "Echo", "hello");
+  Result<std::string> reply = (*client)->CallSync(kEchoService, "Echo", "hello");
   ASSERT_TRUE(reply.has_value()) << reply.error().ToString();
   EXPECT_EQ(*reply, "hello");
 
@@ -84,11 +83,11 @@ TEST_F(DeviceTest, UnaryCallsOverAPty) {
   // writes and EAGAIN, in both directions.
   std::string big(1 << 20, '\0');
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7 + 3);
-  reply = (*client)->CallSync(kService, "Echo", big);
+  reply = (*client)->CallSync(kEchoService, "Echo", big);
   ASSERT_TRUE(reply.has_value()) << reply.error().ToString();
   EXPECT_EQ(*reply, big);
 
-  Result<std::string> missing = (*client)->CallSync(kService, "Nope", "");
+  Result<std::string> missing = (*client)->CallSync(kEchoService, "Nope", "");
   ASSERT_FALSE(missing.has_value());
   EXPECT_EQ(missing.error().code(), Code::kUnimplemented);
 }
@@ -102,7 +101,7 @@ TEST_F(DeviceTest, OversizedFrameIsRefusedAndTheDeviceKeepsServing) {
   // ResourceExhausted on its stream, and the next call is served.
   std::string oversized =
       testing::MakeFrame(1, MessageType::kRequest, 0, std::string(kMaxMessageSize + 1, 'x'));
-  std::string next = testing::RequestFrame(3, kService, "Echo", "after");
+  std::string next = testing::RequestFrame(3, kEchoService, "Echo", "after");
   std::string received;
   FrameDecoder decoder;
   std::vector<Frame> frames;
@@ -136,7 +135,7 @@ TEST_F(DeviceTest, OnClosedRunsWhenThePeerGoesAndANewConnectionIsServed) {
             .ok());
     auto client = Client::FromFd(*loop_, std::move(pty.slave));
     ASSERT_TRUE(client.has_value());
-    Result<std::string> reply = (*client)->CallSync(kService, "Echo", std::to_string(round));
+    Result<std::string> reply = (*client)->CallSync(kEchoService, "Echo", std::to_string(round));
     ASSERT_TRUE(reply.has_value()) << reply.error().ToString();
     EXPECT_EQ(*reply, std::to_string(round));
     EXPECT_FALSE(closed);
@@ -151,7 +150,7 @@ TEST_F(DeviceTest, OnClosedRunsWhenThePeerGoesAndANewConnectionIsServed) {
 // longer answer on the wire, even though the new session reuses its id.
 TEST_F(DeviceTest, StreamOneRestartsTheSessionWhenAsked) {
   Responder parked;
-  server_->Register(kService, "Park", [&parked](const CallContext&, std::string, Responder r) {
+  server_->Register(kEchoService, "Park", [&parked](const CallContext&, std::string, Responder r) {
     parked = std::move(r);
   });
   testing::SocketPair pair = testing::MakeSocketPair();
@@ -159,15 +158,15 @@ TEST_F(DeviceTest, StreamOneRestartsTheSessionWhenAsked) {
       server_->ServeConnection(std::move(pair.a), {.restart_session_on_stream_one = true}).ok());
   testing::RawPeer peer(*loop_, std::move(pair.b));
 
-  ASSERT_TRUE(peer.Send(testing::RequestFrame(1, kService, "Park")));
+  ASSERT_TRUE(peer.Send(testing::RequestFrame(1, kEchoService, "Park")));
   ASSERT_TRUE(loop_->RunUntil([&] { return parked.active(); }, kWait));
-  ASSERT_TRUE(peer.Send(testing::RequestFrame(3, kService, "Echo", "old")));
+  ASSERT_TRUE(peer.Send(testing::RequestFrame(3, kEchoService, "Echo", "old")));
   std::optional<Frame> frame = peer.Read();
   ASSERT_TRUE(frame.has_value());
   EXPECT_EQ(frame->header.stream_id, 3u);
 
   // The new peer starts at 1 again.
-  ASSERT_TRUE(peer.Send(testing::RequestFrame(1, kService, "Echo", "new")));
+  ASSERT_TRUE(peer.Send(testing::RequestFrame(1, kEchoService, "Echo", "new")));
   frame = peer.Read();
   ASSERT_TRUE(frame.has_value());
   EXPECT_EQ(frame->header.stream_id, 1u);
@@ -175,7 +174,7 @@ TEST_F(DeviceTest, StreamOneRestartsTheSessionWhenAsked) {
   EXPECT_FALSE(parked.active());
   parked.Reply("stale");  // dropped: it belongs to the old session
 
-  ASSERT_TRUE(peer.Send(testing::RequestFrame(3, kService, "Echo", "next")));
+  ASSERT_TRUE(peer.Send(testing::RequestFrame(3, kEchoService, "Echo", "next")));
   frame = peer.Read();
   ASSERT_TRUE(frame.has_value());
   EXPECT_EQ(frame->header.stream_id, 3u);
@@ -186,9 +185,9 @@ TEST_F(DeviceTest, StreamOneAgainIsRefusedByDefault) {
   testing::SocketPair pair = testing::MakeSocketPair();
   ASSERT_TRUE(server_->ServeConnection(std::move(pair.a)).ok());
   testing::RawPeer peer(*loop_, std::move(pair.b));
-  ASSERT_TRUE(peer.Send(testing::RequestFrame(1, kService, "Echo", "a")));
+  ASSERT_TRUE(peer.Send(testing::RequestFrame(1, kEchoService, "Echo", "a")));
   ASSERT_TRUE(peer.Read().has_value());
-  ASSERT_TRUE(peer.Send(testing::RequestFrame(1, kService, "Echo", "b")));
+  ASSERT_TRUE(peer.Send(testing::RequestFrame(1, kEchoService, "Echo", "b")));
   std::optional<Frame> frame = peer.Read();
   ASSERT_TRUE(frame.has_value());
   EXPECT_EQ(testing::ParseResponse(frame->body).code, Code::kInvalidArgument);
@@ -202,8 +201,8 @@ TEST_F(DeviceTest, APipeIsDrivenWithWrite) {
   UniqueFd read_end(fds[0]);
   auto client = Client::FromFd(*loop_, UniqueFd(fds[1]));
   ASSERT_TRUE(client.has_value());
-  (*client)->Call(kService, "Echo", "p", {}, [](Result<std::string>) {});
-  std::string expected = testing::RequestFrame(1, kService, "Echo", "p");
+  (*client)->Call(kEchoService, "Echo", "p", {}, [](Result<std::string>) {});
+  std::string expected = testing::RequestFrame(1, kEchoService, "Echo", "p");
   std::string got;
   EventHandle watch = loop_->WatchFd(read_end.get(), kReadable, [&](uint32_t) {
     char buf[256];

@@ -24,19 +24,19 @@ namespace hull::ttrpc {
 namespace {
 
 using std::chrono::milliseconds;
+using testing::kEchoService;
 using testing::ParseResponse;
 using testing::RawPeer;
 using testing::RequestFrame;
 
-constexpr char kService[] = "test.Echo";
-
 void RegisterTestMethods(Server& server, std::map<std::string, Responder>* parked) {
-  server.Register(kService, "Echo", [](const CallContext&, std::string payload, Responder r) {
+  server.Register(kEchoService, "Echo", [](const CallContext&, std::string payload, Responder r) {
     r.Reply(std::move(payload));
   });
-  server.Register(kService, "Park", [parked](const CallContext&, std::string payload, Responder r) {
-    (*parked)[payload] = std::move(r);
-  });
+  server.Register(kEchoService, "Park",
+                  [parked](const CallContext&, std::string payload, Responder r) {
+                    (*parked)[payload] = std::move(r);
+                  });
 }
 
 class ServerLimitsTest : public testing::FdLeakCheck, public ::testing::Test {
@@ -57,7 +57,7 @@ class ServerLimitsTest : public testing::FdLeakCheck, public ::testing::Test {
 
   // Sends an Echo on `id` and checks the reply.
   void ExpectEcho(RawPeer& peer, uint32_t id) {
-    ASSERT_TRUE(peer.Send(RequestFrame(id, kService, "Echo", "e" + std::to_string(id))));
+    ASSERT_TRUE(peer.Send(RequestFrame(id, kEchoService, "Echo", "e" + std::to_string(id))));
     std::optional<Frame> frame = peer.Read();
     ASSERT_TRUE(frame.has_value());
     EXPECT_EQ(frame->header.stream_id, id);
@@ -80,7 +80,7 @@ TEST_F(ServerLimitsTest, AtTheCapTheIdlestConnectionWithoutCallsIsClosed) {
   StartServer({.max_connections = 3});
   ASSERT_EQ(server_->connection_cap(), 3u);
   auto busy = Connect();  // oldest, but has a call in flight
-  ASSERT_TRUE(busy->Send(RequestFrame(1, kService, "Park", "w")));
+  ASSERT_TRUE(busy->Send(RequestFrame(1, kEchoService, "Park", "w")));
   ASSERT_TRUE(loop_->RunUntil([&] { return parked_.contains("w"); }, testing::kWait));
   auto quiet = Connect();
   auto talking = Connect();
@@ -120,8 +120,8 @@ TEST_F(ServerLimitsTest, AtTheCapWithEveryConnectionBusyTheIdlestStillGoes) {
   StartServer({.max_connections = 2});
   auto first = Connect();
   auto second = Connect();
-  ASSERT_TRUE(first->Send(RequestFrame(1, kService, "Park", "a")));
-  ASSERT_TRUE(second->Send(RequestFrame(1, kService, "Park", "b")));
+  ASSERT_TRUE(first->Send(RequestFrame(1, kEchoService, "Park", "a")));
+  ASSERT_TRUE(second->Send(RequestFrame(1, kEchoService, "Park", "b")));
   ASSERT_TRUE(loop_->RunUntil([&] { return parked_.size() == 2; }, testing::kWait));
   auto fresh = Connect();  // never refused
 
@@ -135,9 +135,9 @@ TEST_F(ServerLimitsTest, AtTheCapWithEveryConnectionBusyTheIdlestStillGoes) {
 TEST_F(ServerLimitsTest, CallsInFlightPastTheCapAreResourceExhausted) {
   StartServer({.max_calls_per_connection = 2});
   auto peer = Connect();
-  ASSERT_TRUE(peer->Send(RequestFrame(1, kService, "Park", "1") +
-                         RequestFrame(3, kService, "Park", "3") +
-                         RequestFrame(5, kService, "Park", "5")));
+  ASSERT_TRUE(peer->Send(RequestFrame(1, kEchoService, "Park", "1") +
+                         RequestFrame(3, kEchoService, "Park", "3") +
+                         RequestFrame(5, kEchoService, "Park", "5")));
   std::optional<Frame> refused = peer->Read();
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->header.stream_id, 5u);
@@ -148,7 +148,7 @@ TEST_F(ServerLimitsTest, CallsInFlightPastTheCapAreResourceExhausted) {
   // Answering one makes room again; the connection kept working throughout.
   parked_["1"].Reply("one");
   ASSERT_TRUE(peer->Read().has_value());
-  ASSERT_TRUE(peer->Send(RequestFrame(7, kService, "Park", "7")));
+  ASSERT_TRUE(peer->Send(RequestFrame(7, kEchoService, "Park", "7")));
   ASSERT_TRUE(loop_->RunUntil([&] { return parked_.contains("7"); }, testing::kWait));
   EXPECT_TRUE(parked_["7"].active());
 }
@@ -158,7 +158,7 @@ TEST_F(ServerLimitsTest, HalfFrameIsClosedAfterTheDeadlineIdleConnectionsStay) {
   auto idle = Connect();
   ExpectEcho(*idle, 1);  // a whole frame, then silence: not a partial frame
   auto half = Connect();
-  std::string frame = RequestFrame(1, kService, "Echo", "x");
+  std::string frame = RequestFrame(1, kEchoService, "Echo", "x");
   ASSERT_TRUE(half->Send(frame.substr(0, frame.size() / 2)));
 
   EXPECT_TRUE(half->WaitForEof());
@@ -181,7 +181,7 @@ TEST_F(ServerLimitsTest, ClaimOfAFourGibBodyIsClosedAfterTheDeadline) {
 TEST_F(ServerLimitsTest, FrameCompletedBeforeTheDeadlineIsServed) {
   StartServer({.partial_frame_deadline = std::chrono::seconds(30)});
   auto peer = Connect();
-  std::string frame = RequestFrame(1, kService, "Echo", "e1");
+  std::string frame = RequestFrame(1, kEchoService, "Echo", "e1");
   ASSERT_TRUE(peer->Send(frame.substr(0, 7)));
   (void)loop_->RunUntil([] { return false; }, milliseconds(5));  // the server reads part one
   ASSERT_TRUE(peer->Send(frame.substr(7)));
@@ -224,7 +224,7 @@ UniqueFd ConnectTo(const std::string& name) {
 
 // A blocking Echo call; the payload that came back, or nullopt.
 std::optional<std::string> CallEcho(int fd, const std::string& payload) {
-  std::string req = RequestFrame(1, kService, "Echo", payload);
+  std::string req = RequestFrame(1, kEchoService, "Echo", payload);
   if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
     return std::nullopt;
   }

@@ -27,12 +27,11 @@ namespace {
 using std::chrono::milliseconds;
 using testing::DecodedResponse;
 using testing::FdLeakCheck;
+using testing::kEchoService;
 using testing::MakeFrame;
 using testing::ParseResponse;
 using testing::RawPeer;
 using testing::RequestFrame;
-
-constexpr char kService[] = "test.Echo";
 
 class ServerTest : public FdLeakCheck, public ::testing::Test {
  protected:
@@ -41,26 +40,26 @@ class ServerTest : public FdLeakCheck, public ::testing::Test {
   void StartServer(ServerOptions options = {}) {
     options.on_error = [this](const Status& s) { errors_.push_back(s); };
     server_ = std::make_unique<Server>(*loop_, std::move(options));
-    server_->Register(kService, "Echo", [](const CallContext&, std::string payload, Responder r) {
-      r.Reply(std::move(payload));
-    });
-    server_->Register(kService, "Park",
+    server_->Register(
+        kEchoService, "Echo",
+        [](const CallContext&, std::string payload, Responder r) { r.Reply(std::move(payload)); });
+    server_->Register(kEchoService, "Park",
                       [this](const CallContext& ctx, std::string payload, Responder r) {
                         parked_[payload] = std::move(r);
                         parked_deadline_ = ctx.deadline;
                         parked_connection_ = ctx.connection;
                       });
-    server_->Register(kService, "Meta", [](const CallContext& ctx, std::string, Responder r) {
+    server_->Register(kEchoService, "Meta", [](const CallContext& ctx, std::string, Responder r) {
       r.Reply(std::string(ctx.FindMetadata("containerd-namespace-ttrpc").value_or("<none>")));
     });
-    server_->Register(kService, "Fail", [](const CallContext&, std::string, Responder r) {
+    server_->Register(kEchoService, "Fail", [](const CallContext&, std::string, Responder r) {
       r.Fail(NotFoundError("nope"));
     });
-    server_->Register(kService, "Drop", [](const CallContext&, std::string, Responder) {});
-    server_->Register(kService, "Big", [](const CallContext&, std::string, Responder r) {
+    server_->Register(kEchoService, "Drop", [](const CallContext&, std::string, Responder) {});
+    server_->Register(kEchoService, "Big", [](const CallContext&, std::string, Responder r) {
       r.Reply(std::string(kMaxMessageSize + 1, 'b'));
     });
-    server_->Register(kService, "Huge", [](const CallContext&, std::string, Responder r) {
+    server_->Register(kEchoService, "Huge", [](const CallContext&, std::string, Responder r) {
       r.Reply(std::string(3u << 20, 'h'));
     });
   }
@@ -84,7 +83,7 @@ class ServerTest : public FdLeakCheck, public ::testing::Test {
 
   DecodedResponse Call(RawPeer& peer, uint32_t id, const std::string& method,
                        const std::string& payload = {}) {
-    EXPECT_TRUE(peer.Send(RequestFrame(id, kService, method, payload)));
+    EXPECT_TRUE(peer.Send(RequestFrame(id, kEchoService, method, payload)));
     return ReadResponse(peer, id);
   }
 
@@ -107,7 +106,7 @@ TEST_F(ServerTest, EchoAndEmptyReply) {
   auto peer = Connect();
   ExpectEchoWorks(*peer, 1);
   // An OK reply with an empty payload is a zero-length Response body.
-  ASSERT_TRUE(peer->Send(RequestFrame(3, kService, "Echo", "")));
+  ASSERT_TRUE(peer->Send(RequestFrame(3, kEchoService, "Echo", "")));
   std::optional<Frame> frame = peer->Read();
   ASSERT_TRUE(frame.has_value());
   EXPECT_EQ(frame->header, (FrameHeader{.length = 0, .stream_id = 3, .type = 2, .flags = 0}));
@@ -145,7 +144,7 @@ TEST_F(ServerTest, HandlerStatusReachesCaller) {
 TEST_F(ServerTest, ParkedCallDoesNotBlockOthersOnSameConnection) {
   StartServer();
   auto peer = Connect();
-  ASSERT_TRUE(peer->Send(RequestFrame(1, kService, "Park", "wait")));
+  ASSERT_TRUE(peer->Send(RequestFrame(1, kEchoService, "Park", "wait")));
   ExpectEchoWorks(*peer, 3);  // answered while call 1 is parked
   ASSERT_TRUE(parked_.contains("wait"));
   parked_["wait"].Reply("exited");
@@ -157,9 +156,9 @@ TEST_F(ServerTest, ParkedCallDoesNotBlockOthersOnSameConnection) {
 TEST_F(ServerTest, RepliesGoOutInCompletionOrder) {
   StartServer();
   auto peer = Connect();
-  ASSERT_TRUE(peer->Send(RequestFrame(1, kService, "Park", "a") +
-                         RequestFrame(3, kService, "Park", "b") +
-                         RequestFrame(5, kService, "Park", "c")));
+  ASSERT_TRUE(peer->Send(RequestFrame(1, kEchoService, "Park", "a") +
+                         RequestFrame(3, kEchoService, "Park", "b") +
+                         RequestFrame(5, kEchoService, "Park", "c")));
   ASSERT_TRUE(loop_->RunUntil([&] { return parked_.size() == 3; }, testing::kWait));
   parked_["c"].Reply("c");
   parked_["a"].Reply("a");
@@ -173,7 +172,7 @@ TEST_F(ServerTest, ManyConnectionsAreServed) {
   StartServer();
   std::vector<std::unique_ptr<RawPeer>> peers;
   for (int i = 0; i < 8; ++i) peers.push_back(Connect());
-  for (auto& peer : peers) ASSERT_TRUE(peer->Send(RequestFrame(1, kService, "Echo", "x")));
+  for (auto& peer : peers) ASSERT_TRUE(peer->Send(RequestFrame(1, kEchoService, "Echo", "x")));
   for (auto& peer : peers) EXPECT_EQ(ReadResponse(*peer, 1).payload, "x");
   EXPECT_EQ(server_->connection_count(), 8u);
 }
@@ -197,9 +196,9 @@ TEST_F(ServerTest, BodyOfExactlyMaxSizeIsServed) {
   auto peer = Connect();
   // Pad the payload so that the whole Request body is exactly 4 MiB.
   std::string probe =
-      testing::RequestBody(kService, "Echo", std::string(kMaxMessageSize - 64, 'p'));
+      testing::RequestBody(kEchoService, "Echo", std::string(kMaxMessageSize - 64, 'p'));
   std::string payload(kMaxMessageSize - 64 + (kMaxMessageSize - probe.size()), 'p');
-  std::string body = testing::RequestBody(kService, "Echo", payload);
+  std::string body = testing::RequestBody(kEchoService, "Echo", payload);
   ASSERT_EQ(body.size(), kMaxMessageSize);
   ASSERT_TRUE(peer->Send(MakeFrame(1, MessageType::kRequest, 0, body)));
   DecodedResponse r = ReadResponse(*peer, 1);
@@ -251,7 +250,7 @@ TEST_F(ServerTest, UndecodableRequestIsInvalidArgument) {
 TEST_F(ServerTest, UndecodableTypedPayloadIsInvalidArgument) {
   StartServer();
   server_->RegisterUnary<::ttrpc::KeyValue, ::ttrpc::KeyValue>(
-      kService, "Typed",
+      kEchoService, "Typed",
       [](const CallContext&, ::ttrpc::KeyValue req, TypedResponder<::ttrpc::KeyValue> r) {
         ::ttrpc::KeyValue resp;
         resp.set_key(req.value());
@@ -293,7 +292,8 @@ TEST_F(ServerTest, TimeoutNanoGivesDeadlineExceededAndDropsLateAnswer) {
   StartServer();
   auto peer = Connect();
   auto sent_at = loop_->Now();
-  ASSERT_TRUE(peer->Send(RequestFrame(1, kService, "Park", "slow", /*timeout_nano=*/50'000'000)));
+  ASSERT_TRUE(
+      peer->Send(RequestFrame(1, kEchoService, "Park", "slow", /*timeout_nano=*/50'000'000)));
   DecodedResponse r = ReadResponse(*peer, 1);
   EXPECT_EQ(r.code, Code::kDeadlineExceeded);
   EXPECT_GE(loop_->Now() - sent_at, milliseconds(50));
@@ -308,7 +308,7 @@ TEST_F(ServerTest, AnswerBeforeDeadlineWins) {
   StartServer();
   auto peer = Connect();
   DecodedResponse r = Call(*peer, 1, "Echo", "quick");
-  ASSERT_TRUE(peer->Send(RequestFrame(3, kService, "Echo", "quick", 10'000'000'000)));
+  ASSERT_TRUE(peer->Send(RequestFrame(3, kEchoService, "Echo", "quick", 10'000'000'000)));
   EXPECT_EQ(ReadResponse(*peer, 3).code, Code::kOk);
   EXPECT_EQ(r.code, Code::kOk);
 }
@@ -316,7 +316,7 @@ TEST_F(ServerTest, AnswerBeforeDeadlineWins) {
 TEST_F(ServerTest, NegativeTimeoutIsAlreadyExpired) {
   StartServer();
   auto peer = Connect();
-  ASSERT_TRUE(peer->Send(RequestFrame(1, kService, "Park", "never", -1)));
+  ASSERT_TRUE(peer->Send(RequestFrame(1, kEchoService, "Park", "never", -1)));
   EXPECT_EQ(ReadResponse(*peer, 1).code, Code::kDeadlineExceeded);
   EXPECT_FALSE(parked_.contains("never"));
 }
@@ -324,7 +324,7 @@ TEST_F(ServerTest, NegativeTimeoutIsAlreadyExpired) {
 TEST_F(ServerTest, HugeTimeoutIsServed) {
   StartServer();
   auto peer = Connect();
-  ASSERT_TRUE(peer->Send(RequestFrame(1, kService, "Park", "p", INT64_MAX)));
+  ASSERT_TRUE(peer->Send(RequestFrame(1, kEchoService, "Park", "p", INT64_MAX)));
   ASSERT_TRUE(loop_->RunUntil([&] { return parked_.contains("p"); }, testing::kWait));
   ASSERT_TRUE(parked_deadline_.has_value());
   EXPECT_GT(*parked_deadline_ - loop_->Now(), std::chrono::hours(24 * 365));
@@ -335,7 +335,7 @@ TEST_F(ServerTest, HugeTimeoutIsServed) {
 TEST_F(ServerTest, MetadataIsVisibleToHandlers) {
   StartServer();
   auto peer = Connect();
-  ASSERT_TRUE(peer->Send(RequestFrame(1, kService, "Meta", "", 0,
+  ASSERT_TRUE(peer->Send(RequestFrame(1, kEchoService, "Meta", "", 0,
                                       {{"other", "x"}, {"containerd-namespace-ttrpc", "k8s.io"}})));
   EXPECT_EQ(ReadResponse(*peer, 1).payload, "k8s.io");
 }
@@ -351,7 +351,7 @@ TEST_F(ServerTest, DroppedResponderFailsTheCall) {
 TEST_F(ServerTest, ResponderIsSafeAfterConnectionClosed) {
   StartServer();
   auto peer = Connect();
-  ASSERT_TRUE(peer->Send(RequestFrame(1, kService, "Park", "orphan")));
+  ASSERT_TRUE(peer->Send(RequestFrame(1, kEchoService, "Park", "orphan")));
   ASSERT_TRUE(loop_->RunUntil([&] { return parked_.contains("orphan"); }, testing::kWait));
   EXPECT_TRUE(parked_connection_.open());
   EXPECT_TRUE(parked_["orphan"].active());
@@ -361,7 +361,7 @@ TEST_F(ServerTest, ResponderIsSafeAfterConnectionClosed) {
   EXPECT_FALSE(parked_["orphan"].active());
   parked_["orphan"].Reply("nobody listens");
   // Also after the server itself is gone.
-  ASSERT_TRUE(Connect()->Send(RequestFrame(1, kService, "Park", "orphan2")));
+  ASSERT_TRUE(Connect()->Send(RequestFrame(1, kEchoService, "Park", "orphan2")));
   loop_->RunUntil([&] { return parked_.contains("orphan2"); }, testing::kWait);
   server_.reset();
   parked_.clear();
@@ -380,7 +380,7 @@ TEST_F(ServerTest, DataForUnknownStreamIsAnsweredNotFatal) {
 TEST_F(ServerTest, DataOnUnaryCallInFlightEndsItWithOneResponse) {
   StartServer();
   auto peer = Connect();
-  ASSERT_TRUE(peer->Send(RequestFrame(1, kService, "Park", "u")));
+  ASSERT_TRUE(peer->Send(RequestFrame(1, kEchoService, "Park", "u")));
   ASSERT_TRUE(peer->Send(MakeFrame(1, MessageType::kData, 0, "more")));
   EXPECT_EQ(ReadResponse(*peer, 1).code, Code::kInvalidArgument);
   parked_["u"].Reply("dropped");
@@ -396,8 +396,8 @@ TEST_F(ServerTest, StreamingRequestToUnknownMethodIsUnimplemented) {
   DecodedResponse r = ReadResponse(*peer, 1);
   EXPECT_EQ(r.code, Code::kUnimplemented);
   EXPECT_EQ(r.message, "service ttrpc.Streaming");
-  ASSERT_TRUE(
-      peer->Send(RequestFrame(3, kService, "Stream", "", 0, {}, kFlagRemoteOpen | kFlagNoData)));
+  ASSERT_TRUE(peer->Send(
+      RequestFrame(3, kEchoService, "Stream", "", 0, {}, kFlagRemoteOpen | kFlagNoData)));
   r = ReadResponse(*peer, 3);
   EXPECT_EQ(r.code, Code::kUnimplemented);
   EXPECT_EQ(r.message, "method Stream");
@@ -410,7 +410,7 @@ TEST_F(ServerTest, StreamingRequestToUnknownMethodIsUnimplemented) {
 TEST_F(ServerTest, StreamingFlagsOnUnaryMethodAreServedAsUnary) {
   StartServer();
   auto peer = Connect();
-  ASSERT_TRUE(peer->Send(RequestFrame(1, kService, "Echo", "x", 0, {}, kFlagRemoteClosed)));
+  ASSERT_TRUE(peer->Send(RequestFrame(1, kEchoService, "Echo", "x", 0, {}, kFlagRemoteClosed)));
   DecodedResponse r = ReadResponse(*peer, 1);
   EXPECT_EQ(r.code, Code::kOk);
   EXPECT_EQ(r.payload, "x");
@@ -430,7 +430,7 @@ TEST_F(ServerTest, SlowReaderDoesNotBlockOtherConnections) {
   auto other = Connect();
   // 8 replies of 3 MiB that nobody reads: far more than the socket buffers.
   std::string requests;
-  for (uint32_t id = 1; id <= 15; id += 2) requests += RequestFrame(id, kService, "Huge");
+  for (uint32_t id = 1; id <= 15; id += 2) requests += RequestFrame(id, kEchoService, "Huge");
   ASSERT_TRUE(slow->Send(requests));
   ExpectEchoWorks(*other, 1);
   // The slow peer gets every byte once it reads.
@@ -450,7 +450,7 @@ TEST_F(ServerTest, ListensOnAPathAndServesClients) {
   for (int i = 0; i < 3; ++i) {
     auto client = Client::Connect(*loop_, path);
     ASSERT_TRUE(client.has_value()) << client.error().ToString();
-    Result<std::string> reply = (*client)->CallSync(kService, "Echo", "over a path");
+    Result<std::string> reply = (*client)->CallSync(kEchoService, "Echo", "over a path");
     ASSERT_TRUE(reply.has_value()) << reply.error().ToString();
     EXPECT_EQ(*reply, "over a path");
   }
@@ -479,7 +479,7 @@ TEST_F(ServerTest, ServesAnInheritedListener) {
   EXPECT_NE(::fcntl(raw, F_GETFD) & FD_CLOEXEC, 0);
   auto client = Client::Connect(*loop_, name);
   ASSERT_TRUE(client.has_value()) << client.error().ToString();
-  EXPECT_EQ(*(*client)->CallSync(kService, "Echo", "fd 3"), "fd 3");
+  EXPECT_EQ(*(*client)->CallSync(kEchoService, "Echo", "fd 3"), "fd 3");
 }
 
 TEST_F(ServerTest, ShutdownAnswersCallsInFlightThenCloses) {
@@ -487,7 +487,7 @@ TEST_F(ServerTest, ShutdownAnswersCallsInFlightThenCloses) {
   auto busy = Connect();
   auto idle = Connect();
   ExpectEchoWorks(*idle, 1);
-  ASSERT_TRUE(busy->Send(RequestFrame(1, kService, "Park", "wait")));
+  ASSERT_TRUE(busy->Send(RequestFrame(1, kEchoService, "Park", "wait")));
   ASSERT_TRUE(loop_->RunUntil([&] { return parked_.contains("wait"); }, testing::kWait));
   bool done = false;
   server_->Shutdown([&] { done = true; });
@@ -507,7 +507,7 @@ TEST_F(ServerTest, ShutdownAnswersCallsInFlightThenCloses) {
 TEST_F(ServerTest, ShutdownFailsCallsStillInFlightAfterGrace) {
   StartServer({.shutdown_grace = milliseconds(50)});
   auto peer = Connect();
-  ASSERT_TRUE(peer->Send(RequestFrame(1, kService, "Park", "forever")));
+  ASSERT_TRUE(peer->Send(RequestFrame(1, kEchoService, "Park", "forever")));
   ASSERT_TRUE(loop_->RunUntil([&] { return parked_.contains("forever"); }, testing::kWait));
   bool done = false;
   server_->Shutdown([&] { done = true; });
@@ -558,7 +558,7 @@ int ConnectAndCall(const std::string& name) {
   std::memcpy(addr.sun_path + 1, name.data() + 1, name.size() - 1);
   socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) return 2;
-  std::string req = RequestFrame(1, kService, "Echo", "hi");
+  std::string req = RequestFrame(1, kEchoService, "Echo", "hi");
   if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
     return 0;  // already closed by the server
   }

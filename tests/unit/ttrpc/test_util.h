@@ -24,6 +24,8 @@
 namespace hull::ttrpc::testing {
 
 inline constexpr std::chrono::seconds kWait(5);
+// The service the tests register and call.
+inline constexpr char kEchoService[] = "test.Echo";
 
 // Fails the test if the fixture (everything destroyed after this base) leaves
 // a descriptor open. Derive from it first.
