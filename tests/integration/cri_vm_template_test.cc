@@ -128,9 +128,6 @@ TEST_P(CriVmPodTest, TwoPodsOfOneShapeTheSecondAClone) {
 // the next pod of the shape cold-boots (and rebuilds the template) and
 // works.
 TEST_P(CriVmPodTest, ADamagedTemplateEndsInAColdBootThatWorks) {
-  // Four TCG boots: the fallback is the shim's, not containerd's, so 2.x
-  // runs it only in the full matrix.
-  if (GetParam().v2 && !FullMatrix()) GTEST_SKIP() << "containerd 2.x: tools/test --full";
   UseTemplates(true);
   fs::remove_all(kTemplateRoot, ec_);
   auto run_and_check = [&](const std::string& name, const std::string& boot) {
